@@ -1,0 +1,41 @@
+# Two entry points for a fresh machine (as root, or with sudo for apt):
+#   make demo  — install everything, then run the main end-to-end job
+#   make test  — install everything, then run the test suite
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+APT_PACKAGES := pocl-opencl-icd ocl-icd-opencl-dev clinfo
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: install system-deps demo test test-slow clean
+
+install: $(STAMP)
+
+system-deps:
+	@if ! ldconfig -p | grep -q libOpenCL.so || ! ls /etc/OpenCL/vendors/*pocl* >/dev/null 2>&1; then \
+	  echo "== installing Debian packages: $(APT_PACKAGES)"; \
+	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $(APT_PACKAGES); \
+	fi
+
+$(STAMP): pyproject.toml | system-deps
+	@echo "== creating $(VENV) and installing Python packages (TVM 0.27, langgraph, onnxruntime, ...)"
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	@touch $(STAMP)
+
+demo: install
+	$(VENV)/bin/leka demo
+
+test: install
+	@# exit code 5 = no tests collected: treat as a failure of the suite layout, say so clearly.
+	$(PY) -m pytest -q -x --durations=10 tests; rc=$$?; \
+	  if [ $$rc = 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+test-slow: install
+	$(PY) -m pytest -q -m slow tests
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,0 +1,53 @@
+"""`leka` command line. Each subcommand lives in its own module with ``register(subparsers)``;
+the list below is the one place they are wired in. User errors (LekaError) print one line, no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from leka import __version__
+from leka.errors import LekaError
+
+# Subcommand modules, in --help order. Each defines register(subparsers) and sets func=handler(args)->int.
+COMMANDS = [
+    "leka.cli.targets_cmd",
+    "leka.cli.eval_cmd",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="leka",
+        description="LEKA: layered edge kernel agent and EdgeKernelBench over Apache TVM 0.27.",
+        epilog="Run `leka COMMAND --help` for each command. Docs: docs/architecture.md",
+    )
+    p.add_argument("--version", action="version", version=f"leka {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(name).register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    # TVM's excepthook hides messages unless asked; we print our own one-liners anyway.
+    os.environ.setdefault("TVM_BACKTRACE", "1")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except LekaError as e:
+        print(f"leka: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("leka: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""The task format: one workload = a pattern at concrete shapes, dtype and layout.
+
+A Task carries its TVM definition (a builder returning a PrimFunc whose parameters are the task's
+args, inputs first then outputs, global_symbol "main"), a NumPy reference, input generators,
+tolerances, FLOPs and bytes moved. Tasks are trusted code (the package's, or a user's folder passed
+with --tasks); candidates are not, and never run in the evaluating process.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+LEVELS = (1, 2, 3)
+DOMAINS = ("vision", "image-processing", "speech-audio", "nlp", "signal-processing", "robotics", "anomaly-detection")
+# Input distributions: correctness trials cycle through several so a kernel tuned to one
+# (e.g. mean(randn) ~ 0) cannot pass by accident.
+FLOAT_DISTS = ("normal", "uniform", "heavy", "mixed-scale", "positive")
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    role: str = "input"  # "input" | "output"
+    # For integer inputs: inclusive low / exclusive high of the values drawn (indices, int8 ranges).
+    low: float | None = None
+    high: float | None = None
+    # Float inputs that must stay in a domain (log, sqrt, variance): "positive" forces it.
+    dist: str | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * np.dtype(self.dtype).itemsize
+
+
+def default_tolerance(dtype: str) -> tuple[float, float]:
+    """(rtol, atol_scale): atol = atol_scale * max|expected| of the trial (see docs/metrics.md)."""
+    if dtype in ("float16", "bfloat16"):
+        return 1e-2, 1e-2
+    if dtype.startswith("float"):
+        return 1e-4, 1e-5
+    return 0.0, 0.0  # integers are exact
+
+
+@dataclass
+class Task:
+    id: str
+    pattern: str
+    level: int
+    domain: str
+    args: tuple[ArgSpec, ...]
+    build: Callable[[], Any]  # -> tvm.tirx.PrimFunc (unscheduled definition)
+    reference: Callable[..., Any]  # numpy inputs -> output array or tuple of arrays (outputs order)
+    flops: int
+    bytes: int
+    dtype: str = "float32"
+    layout: str = ""
+    description: str = ""
+    rtol: float | None = None
+    atol: float | None = None  # atol_scale, multiplied by max|expected|
+    memory_budget_bytes: int | None = None
+    # Optional custom generator: (rng, dist) -> list of input arrays in input order.
+    make_inputs: Callable[[np.random.Generator, str], list[np.ndarray]] | None = None
+    onnx_model: Callable[[], Any] | None = None  # -> onnx.ModelProto, when an ONNX form exists
+    tags: tuple[str, ...] = ()
+    source: str = "builtin"  # "builtin" or the user file it came from
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> tuple[ArgSpec, ...]:
+        return tuple(a for a in self.args if a.role == "input")
+
+    @property
+    def outputs(self) -> tuple[ArgSpec, ...]:
+        return tuple(a for a in self.args if a.role == "output")
+
+    def tolerance(self) -> tuple[float, float]:
+        rtol, atol = default_tolerance(self.outputs[0].dtype)
+        return (self.rtol if self.rtol is not None else rtol, self.atol if self.atol is not None else atol)
+
+    def generate_inputs(self, rng: np.random.Generator, dist: str) -> list[np.ndarray]:
+        if self.make_inputs is not None:
+            return [np.ascontiguousarray(a) for a in self.make_inputs(rng, dist)]
+        return [generate(a, rng, dist) for a in self.inputs]
+
+    def run_reference(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        out = self.reference(*inputs)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        return [np.asarray(o).astype(spec.dtype, copy=False).reshape(spec.shape)
+                for o, spec in zip(outs, self.outputs, strict=True)]
+
+    def summary(self) -> dict[str, Any]:
+        return {"id": self.id, "pattern": self.pattern, "level": self.level, "domain": self.domain,
+                "dtype": self.dtype, "layout": self.layout, "flops": self.flops, "bytes": self.bytes,
+                "args": [[a.name, list(a.shape), a.dtype, a.role] for a in self.args],
+                "description": self.description, "source": self.source}
+
+
+def generate(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
+    """Draw one input array from distribution `dist` (see FLOAT_DISTS)."""
+    dt = np.dtype(spec.dtype)
+    shape = spec.shape
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        lo = int(spec.low) if spec.low is not None else max(info.min, -128)
+        hi = int(spec.high) if spec.high is not None else min(info.max, 127) + 1
+        return rng.integers(lo, hi, size=shape, dtype=np.int64).astype(dt)
+    if dt.kind == "b":
+        return rng.random(shape) < 0.5
+    d = spec.dist or dist
+    if d == "normal":
+        x = rng.standard_normal(shape)
+    elif d == "uniform":
+        x = rng.uniform(-1.0, 1.0, shape)
+    elif d == "heavy":  # Pareto tails with random signs: defeats "mean of randn is 0" shortcuts
+        x = (rng.pareto(3.0, shape) + 0.1) * rng.choice([-1.0, 1.0], shape)
+    elif d == "mixed-scale":
+        x = rng.standard_normal(shape) * np.exp(rng.uniform(-3, 3, shape))
+    elif d == "positive":
+        x = rng.uniform(0.1, 2.0, shape)
+    else:
+        raise ValueError(f"unknown input distribution {d!r}; known: {', '.join(FLOAT_DISTS)}")
+    if spec.low is not None or spec.high is not None:
+        x = np.clip(x, spec.low if spec.low is not None else -np.inf, spec.high if spec.high is not None else np.inf)
+    return np.ascontiguousarray(x.astype(dt))
