@@ -15,6 +15,9 @@ from leka.errors import LekaError
 COMMANDS = [
     "leka.cli.targets_cmd",
     "leka.cli.eval_cmd",
+    "leka.cli.bench_cmd",
+    "leka.cli.demo_cmd",
+    "leka.cli.tune_cmd", "leka.cli.trace_cmd",
 ]
 
 

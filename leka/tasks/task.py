@@ -115,8 +115,11 @@ def generate(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
         x = rng.standard_normal(shape)
     elif d == "uniform":
         x = rng.uniform(-1.0, 1.0, shape)
-    elif d == "heavy":  # Pareto tails with random signs: defeats "mean of randn is 0" shortcuts
-        x = (rng.pareto(3.0, shape) + 0.1) * rng.choice([-1.0, 1.0], shape)
+    elif d == "heavy":  # Pareto tails with random signs: defeats "mean of randn is 0" shortcuts and
+        # reaches magnitudes (~1e2-1e3) where numerically unstable rewrites (exp without max-shift) overflow.
+        x = (rng.pareto(2.0, shape) + 0.1) * rng.choice([-1.0, 1.0], shape)
+        if dt == np.float16:  # keep fp16 products/sums finite: fp16 tasks test precision, not overflow
+            x = np.clip(x, -16.0, 16.0)
     elif d == "mixed-scale":
         x = rng.standard_normal(shape) * np.exp(rng.uniform(-3, 3, shape))
     elif d == "positive":

@@ -1,0 +1,38 @@
+"""Evaluation settings: correctness trials, timing protocol and worker limits."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from leka.tasks.task import FLOAT_DISTS
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    trials: int = 5  # fresh random inputs per trial, cycling through `dists`
+    dists: tuple[str, ...] = ("normal", "heavy", "uniform", "mixed-scale", "normal")
+    seed: int = 0
+    measure: bool = True  # time candidate vs baseline (only when correct)
+    warmup: int = 2  # untimed runs of each side before the rounds
+    min_rounds: int = 7  # alternating candidate/baseline timing rounds
+    max_rounds: int = 40
+    min_time_s: float = 0.08  # per side, across rounds: rounds continue until both sides reach it
+    min_run_ms: float = 2.0  # one round repeats a kernel `number` times so each round lasts at least this
+    compile_timeout_s: float = 120.0
+    run_timeout_s: float = 60.0  # correctness trials or the timing loop, each
+    mem_limit_gb: float = 8.0  # RLIMIT_AS of the worker: a memory blow-up becomes a recorded crash
+    max_mismatches: int = 5  # first mismatches reported
+
+    def __post_init__(self) -> None:
+        bad = [d for d in self.dists if d not in FLOAT_DISTS]
+        if bad:
+            raise ValueError(f"unknown input distribution(s) {bad}; known: {FLOAT_DISTS}")
+        if self.trials < 1:
+            raise ValueError("trials must be >= 1")
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+# Failure kinds, in the order a candidate meets them.
+FAILURES = ("compile_error", "runtime_error", "timeout", "crash", "wrong")
+__all__ = ["EvalConfig", "FAILURES", "field"]

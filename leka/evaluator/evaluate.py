@@ -1,0 +1,188 @@
+"""Evaluator: the honest judge. Inputs and reference outputs are made here; the candidate is built,
+run and timed in a worker process; correctness is decided here.
+
+Protocol per candidate: load (parse, signature check, build) -> run N trials on fresh inputs from
+several distributions, outputs pre-filled with NaN/garbage -> compare with the reference, inputs
+unchanged -> time candidate and baseline alternately in the same worker -> re-check the outputs
+left by the timing loop. speedup = baseline median / candidate median.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from leka.targets import TargetPreset, get_target
+from leka.tasks.task import Task
+
+from .config import EvalConfig
+from .correctness import compare, inputs_unchanged
+from .pool import Worker, WorkerFault
+from .result import EvalResult, candidate_hash, versions
+from .timing import summarize
+
+BASELINES = ("tvm-naive", "tvm-dlight")
+
+
+class Evaluator:
+    """Evaluates candidates for one target. Use as a context manager; reuses one worker until it faults."""
+
+    def __init__(self, target: TargetPreset | str | dict, config: EvalConfig | None = None):
+        self.target = get_target(target)
+        self.config = config or EvalConfig()
+        self.worker = Worker(self.config.mem_limit_gb)
+        self._baselines: dict[tuple[str, str], tuple[str, str]] = {}  # (task, name) -> (label, source)
+        self._trials: dict[str, tuple[list[list[np.ndarray]], list[list[np.ndarray]]]] = {}
+
+    def __enter__(self) -> "Evaluator":
+        self.worker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.worker.close()
+
+    # -- inputs and references, computed in this process from trusted task code ---------------------
+    def trials(self, task: Task) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+        if task.id not in self._trials:
+            rng = np.random.default_rng(self.config.seed)
+            dists = [self.config.dists[i % len(self.config.dists)] for i in range(self.config.trials)]
+            ins = [task.generate_inputs(rng, d) for d in dists]
+            refs = [task.run_reference([a.copy() for a in x]) for x in ins]
+            self._trials[task.id] = (ins, refs)
+        return self._trials[task.id]
+
+    def baseline_source(self, task: Task, name: str) -> tuple[str, str]:
+        """(label, TVMScript) of a named baseline for this task and target."""
+        key = (task.id, name)
+        if key not in self._baselines:
+            from leka.compiler import default_schedule
+
+            if name not in BASELINES:
+                from leka.errors import LekaError
+
+                raise LekaError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+            rules = name.split("-", 1)[1]
+            mod = default_schedule(task.build(), self.target, rules=rules)
+            label = name
+            if mod is None:  # dlight has no rule for this function: it is the naive lowering
+                mod, label = default_schedule(task.build(), self.target, rules="naive"), f"{name}(naive)"
+            self._baselines[key] = (label, mod.script())
+        return self._baselines[key]
+
+    # -- the protocol ------------------------------------------------------------------------------
+    def evaluate(self, task: Task, source: str, baseline: str = "tvm-naive", *,
+                 measure: bool | None = None) -> EvalResult:
+        t_start = time.perf_counter()
+        cfg = self.config
+        measure = cfg.measure if measure is None else measure
+        chash = candidate_hash(source)
+        res = EvalResult(task=task.id, target=self.target.name, candidate_hash=chash, baseline=baseline,
+                         versions=versions())
+        args = [(a.name, tuple(a.shape), a.dtype, a.role) for a in task.args]
+        target_json = self.target.target if self.target.name == "custom" else self.target.name
+        compile_s = 0.0
+        try:
+            info = self._ask({"op": "load", "key": chash, "source": source, "args": args, "target": target_json},
+                             cfg.compile_timeout_s, res, "build")
+            if info is None:
+                return self._done(res, t_start, compile_s)
+            res.compiled = True
+            compile_s = res.compile_s = info.get("compile_s")
+            res.binary_bytes, res.source_kind = info.get("binary_bytes"), info.get("source_kind")
+            if info.get("build_only"):
+                res.status = "build_only"
+                res.error = self.target.why_not_runnable
+                return self._done(res, t_start, compile_s)
+            if not self._check(task, chash, args, res):
+                return self._done(res, t_start, compile_s)
+            if measure:
+                self._measure(task, chash, args, baseline, res)
+                if res.failure is None:
+                    res.status = "ok"
+            else:
+                res.status = "ok"
+        finally:
+            self._ask({"op": "drop", "key": chash}, 10, None, "drop") if self.worker.alive else None
+        return self._done(res, t_start, compile_s)
+
+    def _ask(self, req: dict[str, Any], timeout: float, res: EvalResult | None, stage: str):
+        try:
+            reply = self.worker.request(req, timeout)
+        except WorkerFault as f:
+            if res is not None:
+                res.fail(f.kind, f.message, stage)
+            return None
+        if not reply.get("ok"):
+            if res is not None:
+                res.fail(reply.get("kind", "runtime_error"), reply.get("error", "?"), reply.get("stage", stage))
+            return None
+        return reply
+
+    def _check(self, task: Task, key: str, args: list, res: EvalResult) -> bool:
+        ins, refs = self.trials(task)
+        fills = ["nan" if i % 2 == 0 else "garbage" for i in range(len(ins))]
+        reply = self._ask({"op": "run", "key": key, "args": args, "trials": ins, "fills": fills,
+                           "seed": self.config.seed}, self.config.run_timeout_s, res, "run")
+        if reply is None:
+            return False
+        rtol, atol = task.tolerance()
+        in_names = [a.name for a in task.inputs]
+        res.trials = len(ins)
+        for t, (x, ref, out) in enumerate(zip(ins, refs, reply["trials"])):
+            changed = inputs_unchanged(x, out["inputs_after"], in_names)
+            if changed:
+                res.fail("wrong", f"trial {t}: {changed}", "check")
+                return False
+            for spec, got, exp in zip(task.outputs, out["outputs"], ref):
+                v = compare(spec.name, got, exp, rtol, atol, self.config.max_mismatches)
+                res.max_abs_err = max(res.max_abs_err or 0.0, v.max_abs_err)
+                if not v.ok:
+                    res.mismatches, res.mismatch_count = v.mismatches, v.mismatch_count
+                    res.fail("wrong", f"trial {t} ({self.config.dists[t % len(self.config.dists)]} inputs): "
+                                      f"{v.reason}", "check")
+                    return False
+            res.trials_passed += 1
+        res.correct = True
+        return True
+
+    def _measure(self, task: Task, key: str, args: list, baseline: str, res: EvalResult) -> None:
+        label, bsrc = self.baseline_source(task, baseline)
+        res.baseline = label
+        bkey = "baseline:" + candidate_hash(bsrc)
+        if self._ask({"op": "load", "key": bkey, "source": bsrc, "args": args, "target": self.target.name},
+                     self.config.compile_timeout_s, None, "baseline") is None:
+            res.detail["baseline_error"] = "baseline failed to build"
+            return
+        ins, refs = self.trials(task)
+        c = self.config
+        timing = {"warmup": c.warmup, "min_rounds": c.min_rounds, "max_rounds": c.max_rounds,
+                  "min_time_s": c.min_time_s, "min_run_ms": c.min_run_ms}
+        reply = self._ask({"op": "time", "key": key, "baseline_key": bkey, "args": args,
+                           "timing_inputs": ins[0], "timing": timing}, c.run_timeout_s, res, "timing")
+        if reply is None:
+            return
+        rtol, atol = task.tolerance()
+        for spec, got, exp in zip(task.outputs, reply["outputs_after"], refs[0]):
+            v = compare(spec.name, got, exp, rtol, atol, c.max_mismatches)
+            if not v.ok:
+                res.correct = False
+                res.mismatches = v.mismatches
+                res.fail("wrong", f"outputs after the timing loop differ: {v.reason}", "timing")
+                return
+        cs, bs = summarize(reply["candidate_s"]), summarize(reply["baseline_s"])
+        res.candidate_ms, res.baseline_ms = cs["median_s"] * 1e3, bs["median_s"] * 1e3
+        res.spread, res.baseline_spread = cs["iqr_rel"], bs["iqr_rel"]
+        res.rounds = cs["n"]
+        res.speedup = bs["median_s"] / cs["median_s"] if cs["median_s"] > 0 else None
+        res.detail["timing"] = {"candidate": cs, "baseline": bs}
+
+    def _done(self, res: EvalResult, t_start: float, compile_s: float | None) -> EvalResult:
+        res.eval_s = time.perf_counter() - t_start
+        res.overhead_s = res.eval_s - (compile_s or 0.0)
+        if res.status == "pending":
+            res.status = res.failure or "ok"
+        return res

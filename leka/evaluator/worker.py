@@ -1,0 +1,215 @@
+"""The evaluation worker: a separate process that parses, builds, runs and times candidates.
+
+Candidates never run in the evaluating process. This process can segfault, hang or exhaust its
+address-space limit; the parent (pool.py) notices, records the failure and starts a new one. It never
+judges correctness: it returns raw outputs (and the inputs after the run) to the parent.
+Requests and replies are plain dicts sent over a multiprocessing Pipe.
+"""
+from __future__ import annotations
+
+import os
+import re
+import resource
+import sys
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+
+_IMPORT_RE = re.compile(r"^(from tvm(\.script)? import .*|import tvm.*)$", re.M)
+
+
+def one_line(e: BaseException) -> str:
+    """TVM errors are multi-line with IR dumps; keep the most informative line."""
+    text = str(e).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    for key in ("Error message:", "error:", "Error:", "ValueError:", "TypeError:"):
+        for ln in lines:
+            if key in ln:
+                return f"{type(e).__name__}: {ln.split(key, 1)[-1].strip() or ln}"[:500]
+    return f"{type(e).__name__}: {lines[-1] if lines else ''}"[:500]
+
+
+class _Loaded:
+    """A built candidate ready to run: the runner's loaded module plus what the parent needs to know."""
+
+    def __init__(self, exec_obj: Any, info: dict[str, Any]):
+        self.exec = exec_obj
+        self.info = info
+
+
+def _parse(source: str):
+    import tvm
+
+    # The parser rejects import statements; files keep `from tvm.script import tirx as T` so they read as
+    # Python. Comment such lines out (line numbers in error messages stay right).
+    source = _IMPORT_RE.sub(lambda m: "# " + m.group(0), source)
+    try:
+        obj = tvm.script.from_source(source)
+    except Exception as e:
+        raise _Stage("parse", f"not valid TVMScript: {one_line(e)}") from None
+    if isinstance(obj, tvm.tirx.PrimFunc):
+        return tvm.IRModule({"main": obj.with_attr("global_symbol", "main")})
+    if isinstance(obj, tvm.IRModule):
+        if not any(gv.name_hint == "main" for gv in obj.functions):
+            raise _Stage("parse", "the IRModule has no function named 'main'")
+        return obj
+    raise _Stage("parse", f"TVMScript parsed to {type(obj).__name__}, expected a PrimFunc or IRModule")
+
+
+class _Stage(Exception):
+    def __init__(self, stage: str, msg: str, kind: str = "compile_error"):
+        super().__init__(msg)
+        self.stage, self.kind = stage, kind
+
+
+def _check_signature(mod, args: list[tuple[str, tuple[int, ...], str, str]]) -> bool:
+    """Returns True for a graph (Relax) module, False for a destination-passing PrimFunc."""
+    import tvm
+
+    main = mod["main"]
+    if isinstance(main, tvm.tirx.PrimFunc):
+        params = list(main.params)
+        if len(params) != len(args):
+            raise _Stage("signature", f"candidate has {len(params)} parameters, the task has {len(args)} "
+                                      f"({', '.join(a[0] for a in args)})")
+        for i, (p, (name, shape, dtype, _role)) in enumerate(zip(params, args)):
+            pshape = tuple(int(x) for x in getattr(p, "shape", ()) or ())
+            pdtype = str(getattr(p, "dtype", ""))
+            if pshape != tuple(shape) or pdtype != dtype:
+                raise _Stage("signature", f"parameter {i} '{p.name}' is {pdtype}{list(pshape)}, the task's "
+                                          f"'{name}' is {dtype}{list(shape)}")
+        return False
+    n_in = sum(1 for a in args if a[3] == "input")
+    if len(main.params) != n_in:
+        raise _Stage("signature", f"graph main takes {len(main.params)} inputs, the task has {n_in}")
+    return True
+
+
+def _load(req: dict[str, Any]) -> _Loaded:
+    from leka.compiler import build
+    from leka.evaluator.graph_exec import load_graph
+    from leka.runners import get_runner
+    from leka.targets import get_target
+
+    t0 = time.perf_counter()  # compile time = TVMScript parse + TVM build (source -> binary)
+    mod = _parse(req["source"])
+    is_graph = _check_signature(mod, req["args"])
+    target = get_target(req["target"])
+    try:
+        art = build(mod, target)
+    except Exception as e:
+        raise _Stage("build", one_line(e)) from None
+    info = {"compile_s": time.perf_counter() - t0, "build_s": getattr(art, "compile_s", None),
+            "binary_bytes": getattr(art, "binary_bytes", None), "source_kind": getattr(art, "source_kind", None),
+            "build_only": not target.runnable}
+    if not target.runnable:
+        return _Loaded(None, info)
+    try:
+        loaded = load_graph(art, target, req["args"]) if is_graph else get_runner(target).load(art)
+    except Exception as e:
+        raise _Stage("load", one_line(e), "runtime_error") from None
+    return _Loaded(loaded, info)
+
+
+def _fill(spec: tuple, fill: str, rng: np.random.Generator) -> np.ndarray:
+    _name, shape, dtype, _role = spec
+    dt = np.dtype(dtype)
+    if fill == "nan" and dt.kind == "f":
+        return np.full(shape, np.nan, dtype=dt)
+    # Random garbage: an element the kernel does not write will not match the reference.
+    if dt.kind == "f":
+        return (rng.standard_normal(shape) * 1e3 + 7.0).astype(dt)
+    info = np.iinfo(dt) if dt.kind in "iu" else None
+    return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dt) if info else np.ones(shape, dt)
+
+
+def _run_trials(loaded: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
+    args = req["args"]
+    outs_spec = [a for a in args if a[3] == "output"]
+    results = []
+    rng = np.random.default_rng(req.get("seed", 0) + 99)
+    for trial, fill in zip(req["trials"], req["fills"]):
+        arrays = list(trial) + [_fill(s, fill, rng) for s in outs_spec]
+        loaded.exec.upload(arrays)
+        loaded.exec.run()
+        got = loaded.exec.download()
+        n_in = len(trial)
+        results.append({"inputs_after": got[:n_in], "outputs": got[n_in:]})
+    return {"ok": True, "trials": results}
+
+
+def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
+    from leka.evaluator.timing import alternate
+
+    cfg = req["timing"]
+    args, trial = req["args"], req["timing_inputs"]
+    outs_spec = [a for a in args if a[3] == "output"]
+    rng = np.random.default_rng(1)
+    for side in (cand, base):
+        side.exec.upload(list(trial) + [_fill(s, "nan", rng) for s in outs_spec])
+    c_times, b_times = alternate(cand.exec, base.exec, **cfg)
+    # Re-read the candidate's outputs after the timing loop: a kernel that drifts is caught by the parent.
+    after = cand.exec.download()[len(trial):]
+    return {"ok": True, "candidate_s": c_times, "baseline_s": b_times, "outputs_after": after}
+
+
+def serve(conn, log_path: str | None, mem_limit_gb: float) -> None:
+    if mem_limit_gb > 0:
+        lim = int(mem_limit_gb * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+    if log_path:  # compiler/kernel chatter goes to a log, kept for crash reports
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+        sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    os.environ.setdefault("TVM_BACKTRACE", "1")
+    import tvm  # noqa: F401  (import cost paid once per worker)
+
+    cache: dict[str, _Loaded] = {}
+    while True:
+        try:
+            req = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = _handle(req, cache)
+        except _Stage as s:
+            reply = {"ok": False, "kind": s.kind, "stage": s.stage, "error": str(s)}
+        except MemoryError:
+            reply = {"ok": False, "kind": "crash", "stage": req.get("op"), "error": "out of memory (worker limit)"}
+        except Exception as e:
+            traceback.print_exc()
+            reply = {"ok": False, "kind": "runtime_error", "stage": req.get("op"), "error": one_line(e)}
+        conn.send(reply)
+
+
+def _handle(req: dict[str, Any], cache: dict[str, _Loaded]) -> dict[str, Any]:
+    op = req["op"]
+    if op == "ping":
+        return {"ok": True, "pid": os.getpid()}
+    if op == "load":  # parse + signature + build (+ load when runnable); cached by key
+        key = req["key"]
+        if key not in cache:
+            if len(cache) > 16:  # keep memory bounded in long runs
+                cache.pop(next(iter(cache)))
+            cache[key] = _load(req)
+        return {"ok": True, **cache[key].info}
+    if op == "run":
+        try:
+            return _run_trials(cache[req["key"]], req)
+        except _Stage:
+            raise
+        except Exception as e:
+            raise _Stage("run", one_line(e), "runtime_error") from None
+    if op == "time":
+        try:
+            return _time(cache[req["key"]], cache[req["baseline_key"]], req)
+        except Exception as e:
+            raise _Stage("timing", one_line(e), "runtime_error") from None
+    if op == "drop":
+        cache.pop(req["key"], None)
+        return {"ok": True}
+    raise ValueError(f"unknown op {op!r}")
