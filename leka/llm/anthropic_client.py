@@ -1,0 +1,58 @@
+"""Anthropic Messages API through the official SDK (its own retries off: ours are counted).
+
+The 2.x SDK has no ``temperature`` parameter on messages.create, so none is sent; the requested
+temperature still is part of the prompt hash. Text blocks of the reply are joined; other blocks
+(thinking, tool use) are dropped.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anthropic
+
+from leka.llm.base import LLMClient, RawReply, TransientError, classify_status, parse_retry_after
+from leka.llm.errors import LLMConfigError, LLMRequestError, one_line
+
+
+class AnthropicClient(LLMClient):
+    provider = "anthropic"
+    key_hint = "ANTHROPIC_API_KEY"
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout_s: float = 120.0, **common: Any) -> None:
+        super().__init__(model, **common)
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise LLMConfigError(f"--llm {self.spec} needs ANTHROPIC_API_KEY in the environment")
+        self.base_url = base_url
+        self._sdk = anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_s)
+
+    def _send(self, request: dict[str, Any]) -> RawReply:
+        params: dict[str, Any] = {"model": self.model, "max_tokens": request["max_tokens"],
+                                  "messages": request["messages"]}
+        if request["system"]:
+            params["system"] = request["system"]
+        try:
+            resp = self._sdk.messages.create(**params)
+        except anthropic.APIStatusError as e:
+            raise classify_status(e.status_code, one_line(e.message), self.spec,
+                                  parse_retry_after(e.response.headers), self.key_hint) from None
+        except anthropic.APIConnectionError as e:  # includes APITimeoutError
+            kind = "timeout" if isinstance(e, anthropic.APITimeoutError) else "connection error"
+            raise TransientError(f"{kind}: {one_line(e)}") from None
+        except anthropic.AnthropicError as e:
+            raise LLMRequestError(f"{self.spec}: unusable reply: {one_line(e)}") from None
+        blocks = getattr(resp, "content", None)
+        if blocks is None:
+            raise LLMRequestError(f"{self.spec}: reply has no content")
+        usage = getattr(resp, "usage", None)
+        input_tokens = getattr(usage, "input_tokens", None) if usage else None
+        if input_tokens is not None:  # prompt-cache reads/writes are input too
+            input_tokens += (getattr(usage, "cache_creation_input_tokens", None) or 0) + \
+                            (getattr(usage, "cache_read_input_tokens", None) or 0)
+        return RawReply(
+            text="".join(b.text for b in blocks if getattr(b, "type", None) == "text"),
+            model=getattr(resp, "model", None) or None, input_tokens=input_tokens,
+            output_tokens=getattr(usage, "output_tokens", None) if usage else None,
+            finish_reason=getattr(resp, "stop_reason", None))
