@@ -24,7 +24,7 @@ def run(args) -> int:
     from leka.targets import all_presets
     from leka.tasks import get_task
 
-    console = Console()
+    console = Console(width=max(120, Console().width))
     root = Path(args.examples)
     presets = all_presets()
     files = sorted(f for d in root.iterdir() if d.is_dir() and d.name in presets for f in d.glob("*.py"))

@@ -178,7 +178,11 @@ class Evaluator:
         res.spread, res.baseline_spread = cs["iqr_rel"], bs["iqr_rel"]
         res.rounds = cs["n"]
         res.speedup = bs["median_s"] / cs["median_s"] if cs["median_s"] > 0 else None
-        res.detail["timing"] = {"candidate": cs, "baseline": bs}
+        # Rounds pair the two sides under the same machine conditions: the median of per-round ratios is a
+        # drift-robust cross-check of the headline ratio of medians.
+        paired = [b / c for c, b in zip(reply["candidate_s"], reply["baseline_s"]) if c > 0]
+        res.detail["timing"] = {"candidate": cs, "baseline": bs,
+                                "paired_speedup_median": float(np.median(paired)) if paired else None}
 
     def _done(self, res: EvalResult, t_start: float, compile_s: float | None) -> EvalResult:
         res.eval_s = time.perf_counter() - t_start

@@ -1,0 +1,16 @@
+# leka: task=ex-matmul-256 target=host-cpu
+# Expected verdict: rejected for its signature. B is 256x128 and C 256x128, but the task's B and C are 256x256.
+from tvm.script import tirx as T
+
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((256, 256), "float32"), B: T.Buffer((256, 128), "float32"), C: T.Buffer((256, 128), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i, j, k in T.grid(256, 128, 256):
+        with T.sblock("C"):
+            v_i, v_j, v_k = T.axis.remap("SSR", [i, j, k])
+            T.reads(A[v_i, v_k], B[v_k, v_j])
+            T.writes(C[v_i, v_j])
+            with T.init():
+                C[v_i, v_j] = T.float32(0.0)
+            C[v_i, v_j] = C[v_i, v_j] + A[v_i, v_k] * B[v_k, v_j]

@@ -1,0 +1,78 @@
+"""Baseline schedules: "naive" (no schedule on CPU; one thread per output element on GPU) and "dlight"."""
+from __future__ import annotations
+
+from leka.errors import LekaError
+from leka.targets import TargetPreset, get_target
+
+from .artifact import first_line
+from .backends.base import ENTRY, as_module
+
+RULE_SETS = ("naive", "dlight")
+NAIVE_THREADS = 256  # threads per block of the naive GPU binding (well under every preset's limit)
+
+
+def default_schedule(func, target: TargetPreset | str | dict, rules: str = "naive"):
+    """Schedule `func` (PrimFunc or IRModule with "main") with a baseline rule set.
+
+    Returns an IRModule, or None when `rules="dlight"` and no dlight rule applies to the function
+    (callers then say "dlight does not apply; falls back to naive").
+    """
+    import tvm
+
+    if rules not in RULE_SETS:
+        raise LekaError(f"unknown schedule rules {rules!r}; known: {', '.join(RULE_SETS)}")
+    preset = get_target(target)
+    mod = as_module(func)
+    if rules == "naive":
+        return mod if preset.family == "cpu" else _naive_gpu(mod, preset)
+    from tvm.s_tir import dlight as dl
+
+    if preset.family == "cpu":
+        rule_list = [dl.cpu.GEMV(), dl.cpu.Reduction()]
+    else:  # Fallback is last: a generic binding when no pattern rule fits
+        rule_list = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
+    try:
+        with tvm.target.Target(preset.target):
+            out = dl.ApplyDefaultSchedule(*rule_list)(mod)
+    except Exception as e:  # noqa: BLE001 - a rule crashed: treat as "does not apply", keep the reason
+        raise LekaError(f"dlight failed on {preset.name}: {first_line(e)}") from None
+    f = out[ENTRY]
+    if f.attrs is None or not f.attrs.get("tirx.is_scheduled", False):
+        return None
+    return out
+
+
+def _naive_gpu(mod, preset: TargetPreset):
+    """TVM's DefaultGPUSchedule; where it fails (0.27 rejects functions with several blocks:
+    "Duplicated block name root") the same binding done by hand: for each top-level block, fuse its
+    leading data-parallel loops and split them over blockIdx.x/threadIdx.x; reductions stay serial."""
+    import tvm
+    from tvm import s_tir
+
+    try:
+        with tvm.target.Target(preset.target):
+            return s_tir.transform.DefaultGPUSchedule()(mod)
+    except Exception:  # noqa: BLE001 - fall back to the hand binding below
+        pass
+    sch = s_tir.Schedule(mod)
+    max_threads = int(preset.target.get("max_threads_per_block", 1024))
+    threads = min(NAIVE_THREADS, max_threads)
+    for gv in mod.get_global_vars():
+        if not isinstance(mod[gv], tvm.tirx.PrimFunc):
+            continue
+        sch.work_on(gv.name_hint)
+        for block in sch.get_child_blocks(sch.get_sblock("root")):
+            loops = sch.get_loops(block)
+            n_spatial = 0
+            for iv in sch.get(block).iter_vars:
+                if iv.iter_type != 0:  # 0 = data parallel
+                    break
+                n_spatial += 1
+            if not loops:
+                continue
+            lead = loops[:max(1, min(n_spatial, len(loops)))]
+            fused = sch.fuse(*lead) if len(lead) > 1 else lead[0]
+            bx, tx = sch.split(fused, [None, threads])
+            sch.bind(bx, "blockIdx.x")
+            sch.bind(tx, "threadIdx.x")
+    return sch.mod

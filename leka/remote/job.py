@@ -1,0 +1,83 @@
+"""Write a job folder (full TVM needed: this side compiles)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from leka.errors import CandidateFormatError, LekaError
+from leka.tasks.task import FLOAT_DISTS, Task
+from leka.targets import get_target
+
+BASELINES = ("tvm-naive", "tvm-dlight")
+# The TVMScript parser rejects import statements; candidate files may keep them to read as Python.
+_IMPORT_RE = re.compile(r"^(from tvm(\.script)? import .*|import tvm.*)$", re.M)
+
+
+def parse_candidate(source: str):
+    """TVMScript text -> IRModule/PrimFunc, with a one-line error for anything else."""
+    import tvm
+
+    try:
+        return tvm.script.from_source(_IMPORT_RE.sub(lambda m: "# " + m.group(0), source))
+    except Exception as e:  # noqa: BLE001 - the parser raises several error types
+        from leka.compiler import first_line
+
+        raise CandidateFormatError(f"candidate is not valid TVMScript: {first_line(e)}") from None
+
+
+def check_signature(task: Task, params: list[tuple[str, tuple[int, ...], str]]) -> None:
+    want = [(tuple(a.shape), a.dtype) for a in task.args]
+    got = [(tuple(s), d) for _, s, d in params]
+    if want != got:
+        raise CandidateFormatError(
+            f"candidate signature {[f'{d}{list(s)}' for s, d in got]} does not match task {task.id} "
+            f"{[f'{d}{list(s)}' for s, d in want]}")
+
+
+def make_job(task: Task, candidate_source: str, target, out: Path, *, trials: int, seed: int, baseline: str,
+             number: int, rounds: int) -> Path:
+    from leka.compiler import build, default_schedule
+
+    preset = get_target(target)
+    if baseline not in BASELINES:
+        raise LekaError(f"unknown baseline {baseline!r}; known: {', '.join(BASELINES)}")
+    out.mkdir(parents=True, exist_ok=True)
+    cand = build(parse_candidate(candidate_source), preset)
+    check_signature(task, cand.params)
+    base_mod = default_schedule(task.build(), preset, "dlight" if baseline == "tvm-dlight" else "naive")
+    if base_mod is None:  # dlight does not apply: falls back to naive
+        base_mod, baseline = default_schedule(task.build(), preset, "naive"), "tvm-naive"
+    base = build(base_mod, preset)
+    cand_path, base_path = cand.export(out / "candidate.so"), base.export(out / "baseline.so")
+
+    rng = np.random.default_rng(seed)
+    trial_files = []
+    for k in range(trials):
+        dist = FLOAT_DISTS[k % len(FLOAT_DISTS)]
+        inputs = task.generate_inputs(rng, dist)
+        expected = task.run_reference(inputs)
+        name = f"trial_{k}.npz"
+        np.savez(out / name, **{f"in_{i}": a for i, a in enumerate(inputs)},
+                 **{f"out_{i}": a for i, a in enumerate(expected)})
+        trial_files.append({"file": name, "dist": dist})
+
+    rtol, atol_scale = task.tolerance()
+    device = {"cuda": "cuda", "cpu": "cpu"}.get(preset.family)
+    if device is None:
+        raise LekaError(f"remote jobs support cuda and cpu targets, not {preset.family}")
+    job = {
+        "version": 1, "task": task.id, "target": preset.name, "target_dict": preset.target, "device": device,
+        "arch": str(preset.target.get("arch", "")), "entry": "main",
+        "args": [[a.name, list(a.shape), a.dtype, a.role] for a in task.args],
+        "n_inputs": len(task.inputs), "rtol": rtol, "atol_scale": atol_scale, "trials": trial_files,
+        "candidate": {"file": cand_path.name, "source_sha256": hashlib.sha256(candidate_source.encode()).hexdigest(),
+                      "kernels": cand.to_json()["kernels"], "compile_s": round(cand.compile_s, 4)},
+        "baseline": {"name": baseline, "file": base_path.name, "kernels": base.to_json()["kernels"]},
+        "timing": {"number": number, "rounds": rounds}, "flops": task.flops, "bytes": task.bytes,
+    }
+    (out / "job.json").write_text(json.dumps(job, indent=1))
+    return out

@@ -1,0 +1,54 @@
+"""Loaded artifact on a TVM runtime device (CPU via LLVM, or CUDA): TIR entry or relax VM."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .base import RunnerError, check_arrays
+
+
+class TVMLoaded:
+    def __init__(self, artifact, dev):
+        import tvm
+
+        self.artifact, self.dev = artifact, dev
+        self.params = artifact.params
+        self.tensors: list = []
+        self.outputs: list = []  # relax: returned arrays
+        if artifact.is_relax:
+            self.vm = tvm.relax.VirtualMachine(artifact.executable, dev)
+            self.func = self.vm["main"]
+        else:
+            self.vm = None
+            try:
+                self.func = artifact.executable.mod[artifact.entry]
+            except Exception as e:  # noqa: BLE001
+                raise RunnerError(f"cannot load {artifact.entry}: {str(e).splitlines()[0] if str(e) else e}") from None
+
+    def upload(self, arrays: Sequence[np.ndarray]) -> None:
+        import tvm
+
+        if self.vm is not None:  # relax: params are the graph inputs; trailing output arrays are ignored
+            arrays = list(arrays)[:len(self.params)]
+        arrays = check_arrays(self.params, arrays)
+        self.tensors = [tvm.runtime.tensor(a, self.dev) for a in arrays]
+
+    def run(self) -> None:
+        if not self.tensors and self.params:
+            raise RunnerError("upload() the arrays before run()")
+        out = self.func(*self.tensors)
+        if self.vm is not None:
+            self.outputs = [out] if hasattr(out, "numpy") else list(out)
+        self.dev.sync()
+
+    def download(self) -> list[np.ndarray]:
+        self.dev.sync()
+        return [t.numpy() for t in self.tensors] + [o.numpy() for o in self.outputs]
+
+    def time(self, number: int) -> float:
+        if self.vm is not None:
+            timer = self.vm.time_evaluator("main", self.dev, number=number, repeat=1)
+        else:
+            timer = self.artifact.executable.mod.time_evaluator(self.artifact.entry, self.dev, number=number, repeat=1)
+        return float(timer(*self.tensors).mean)
