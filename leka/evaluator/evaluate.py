@@ -181,6 +181,7 @@ class Evaluator:
         # Rounds pair the two sides under the same machine conditions: the median of per-round ratios is a
         # drift-robust cross-check of the headline ratio of medians.
         paired = [b / c for c, b in zip(reply["candidate_s"], reply["baseline_s"]) if c > 0]
+        cs["rounds_s"], bs["rounds_s"] = list(reply["candidate_s"]), list(reply["baseline_s"])
         res.detail["timing"] = {"candidate": cs, "baseline": bs,
                                 "paired_speedup_median": float(np.median(paired)) if paired else None}
 

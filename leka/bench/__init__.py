@@ -1,0 +1,1 @@
+"""EdgeKernelBench harness: results store, metrics, the run loop, validation and reports."""

@@ -1,0 +1,140 @@
+"""Benchmark metrics over sample records (formulas and conventions: docs/metrics.md).
+
+A *sample* is one independent attempt of a method on a task: the evaluator's result JSON for the
+method's final candidate (keys compiled, correct, speedup, candidate_ms, baseline, ...). Failures count
+as 0 everywhere: a sample that did not compile, crashed, timed out or was wrong is neither correct nor
+fast. Per-task estimates are averaged over tasks (each task weighs the same, whatever its n).
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+
+Record = Mapping[str, Any]
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased estimate of P(at least one of k draws without replacement from n samples succeeds),
+    given c of the n succeeded: 1 - C(n-c, k) / C(n, k)  (Chen et al. 2021, pass@k)."""
+    if k < 1 or n < k:
+        raise ValueError(f"pass@k needs 1 <= k <= n (got n={n}, k={k})")
+    if not 0 <= c <= n:
+        raise ValueError(f"successes c={c} outside [0, n={n}]")
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def is_correct(r: Record) -> bool:
+    return bool(r.get("compiled")) and r.get("correct") is True
+
+
+def is_fast(r: Record, p: float) -> bool:
+    """Correct and strictly faster than p times the baseline: speedup > p. Fast@0 == correct."""
+    s = r.get("speedup")
+    if not is_correct(r):
+        return False
+    if p <= 0:
+        return True
+    return s is not None and s > p
+
+
+def _by_task(records: Iterable[Record]) -> dict[str, list[Record]]:
+    groups: dict[str, list[Record]] = defaultdict(list)
+    for r in records:
+        groups[str(r["task"])].append(r)
+    return dict(groups)
+
+
+def _mean_pass_at_k(records: Iterable[Record], k: int, ok) -> tuple[float | None, int]:
+    """Mean over tasks with n >= k of pass@k; returns (value, number of tasks used)."""
+    vals = [pass_at_k(len(rs), sum(1 for r in rs if ok(r)), k) for rs in _by_task(records).values() if len(rs) >= k]
+    return (sum(vals) / len(vals) if vals else None), len(vals)
+
+
+def correct_at_k(records: Iterable[Record], k: int = 1) -> float | None:
+    """Correct@k: mean over tasks of pass@k with success = compiled and correct."""
+    return _mean_pass_at_k(records, k, is_correct)[0]
+
+
+def fast_at_p(records: Iterable[Record], p: float, k: int = 1) -> float | None:
+    """Fast@p (at k): mean over tasks of pass@k with success = correct and speedup > p."""
+    return _mean_pass_at_k(records, k, lambda r: is_fast(r, p))[0]
+
+
+def compile_rate(records: Iterable[Record]) -> float | None:
+    rs = list(records)
+    return sum(1 for r in rs if r.get("compiled")) / len(rs) if rs else None
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    vs = [float(v) for v in values]
+    if not vs:
+        return None
+    if any(v <= 0 for v in vs):
+        raise ValueError("geometric mean needs positive values")
+    return math.exp(sum(math.log(v) for v in vs) / len(vs))
+
+
+def geomean_speedup(records: Iterable[Record]) -> float | None:
+    """Geometric mean of speedup over correct samples that were timed (None if there are none)."""
+    return geomean(r["speedup"] for r in records if is_correct(r) and r.get("speedup"))
+
+
+def attainable_gflops(flops: float, nbytes: float, peak_gflops: float, bw_gbs: float) -> float:
+    """Roofline: min(peak, arithmetic intensity * bandwidth), in GFLOP/s."""
+    if nbytes <= 0:
+        return peak_gflops
+    return min(peak_gflops, (flops / nbytes) * bw_gbs)
+
+
+def roofline_fraction(flops: float, nbytes: float, time_ms: float, facts: Mapping[str, Any]) -> float | None:
+    """Achieved GFLOP/s over the roofline bound from the target's facts; None when facts lack peak or
+    bandwidth, or the time is unknown. Bytes are the compulsory traffic (inputs + outputs once)."""
+    peak, bw = facts.get("peak_fp32_gflops"), facts.get("mem_bw_gbs")
+    if not peak or not bw or not time_ms or time_ms <= 0 or flops <= 0:
+        return None
+    achieved = flops / (time_ms * 1e-3) / 1e9
+    return achieved / attainable_gflops(flops, nbytes, float(peak), float(bw))
+
+
+@dataclass
+class Summary:
+    """Metrics of one group of records (a run, or a level/domain/target slice of it)."""
+
+    samples: int
+    tasks: int
+    baseline: str | None
+    compile_rate: float | None
+    correct_at_1: float | None
+    fast_at: dict[str, float | None]  # "Fast@1.0" -> value (k=1)
+    geomean_speedup: float | None
+    correct_at_k: dict[str, float | None] = field(default_factory=dict)
+    roofline_median: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def baseline_name(records: Iterable[Record]) -> str | None:
+    names = sorted({str(r["baseline"]) for r in records if r.get("baseline")})
+    return ", ".join(names) if names else None
+
+
+def summarize(records: Iterable[Record], ks: Iterable[int] = (1,), fast_ps: Iterable[float] = FAST_P) -> Summary:
+    rs = list(records)
+    tasks = _by_task(rs)
+    max_n = min((len(v) for v in tasks.values()), default=0)
+    roof = sorted(r["roofline_fraction"] for r in rs if is_correct(r) and r.get("roofline_fraction") is not None)
+    return Summary(
+        samples=len(rs), tasks=len(tasks), baseline=baseline_name(rs), compile_rate=compile_rate(rs),
+        correct_at_1=correct_at_k(rs, 1) if rs else None,
+        fast_at={f"Fast@{p:.1f}": fast_at_p(rs, p, 1) if rs else None for p in fast_ps},
+        geomean_speedup=geomean_speedup(rs),
+        correct_at_k={f"Correct@{k}": correct_at_k(rs, k) for k in ks if 1 <= k <= max_n},
+        roofline_median=roof[len(roof) // 2] if roof else None,
+    )

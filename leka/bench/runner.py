@@ -1,0 +1,169 @@
+"""The benchmark run loop: (task x sample_idx) attempts of one method on one target, each stored as
+soon as it finishes, so a killed run resumes where it stopped (`--resume RUN` skips every finished
+(task, method, sample_idx) key and keeps the run's original selection and settings).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from leka.errors import LekaError
+
+from . import metrics
+from .store import ResultStore
+
+BASELINE_METHODS = ("tvm-naive", "tvm-dlight", "onnxruntime")  # their sources are re-derivable: not stored
+
+
+@dataclass
+class Selection:
+    level: int | None = None
+    domain: str | None = None
+    pattern: str | None = None
+    ids: Sequence[str] = ()
+    limit: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"level": self.level, "domain": self.domain, "pattern": self.pattern, "ids": list(self.ids),
+                "limit": self.limit}
+
+
+def select_tasks(sel: Selection, task_paths: Iterable[str] = ()) -> list[Any]:
+    """Tasks matching the filters, in suite order; the limit is applied last."""
+    from leka.tasks import DOMAINS, LEVELS, all_tasks
+
+    if sel.level is not None and sel.level not in LEVELS:
+        raise LekaError(f"--level {sel.level}: levels are {', '.join(map(str, LEVELS))}")
+    if sel.domain is not None and sel.domain not in DOMAINS:
+        raise LekaError(f"--domain {sel.domain!r}: domains are {', '.join(DOMAINS)}")
+    if sel.limit is not None and sel.limit < 1:
+        raise LekaError("--limit must be >= 1")
+    out = [t for t in all_tasks(task_paths)
+           if (sel.level is None or t.level == sel.level) and (sel.domain is None or t.domain == sel.domain)
+           and (sel.pattern is None or t.pattern == sel.pattern) and (not sel.ids or t.id in sel.ids)]
+    if sel.ids:
+        missing = sorted(set(sel.ids) - {t.id for t in out})
+        if missing:
+            raise LekaError(f"unknown or filtered-out task id(s): {', '.join(missing)}")
+    return out[:sel.limit] if sel.limit else out
+
+
+def workload_signature(task: Any) -> str:
+    """Shapes and dtypes of the args, e.g. "A[256,256]f32,B[256,256]f32->C[256,256]f32"."""
+    def one(a) -> str:
+        dt = a.dtype.replace("float", "f").replace("uint", "u").replace("int", "i")
+        return f"{a.name}[{','.join(map(str, a.shape))}]{dt}"
+    sig = ",".join(one(a) for a in task.inputs) + "->" + ",".join(one(a) for a in task.outputs)
+    return sig if len(sig) <= 300 else sig[:280] + f"...({len(task.args)} args)"
+
+
+def build_record(task: Any, target: Any, sample: Any, sample_idx: int) -> dict[str, Any]:
+    rec = sample.to_record()
+    rec.update(task=task.id, pattern=task.pattern, workload=workload_signature(task), level=task.level,
+               domain=task.domain, dtype=task.dtype, flops=task.flops, bytes=task.bytes, target=target.name,
+               sample_idx=sample_idx, mismatch_count=rec.get("mismatch_count"))
+    rec["roofline_fraction"] = (metrics.roofline_fraction(task.flops, task.bytes, rec["candidate_ms"], target.facts)
+                                if metrics.is_correct(rec) and rec.get("candidate_ms") else None)
+    if sample.method not in BASELINE_METHODS and sample.source is not None:
+        rec["source"] = sample.source
+    return rec
+
+
+def measurement_rows(rec: dict[str, Any]) -> list[tuple[str, str, int, float]]:
+    """Timing rows for the measurements table from the evaluator's detail.timing summaries."""
+    rows: list[tuple[str, str, int, float]] = []
+    timing = (rec.get("detail") or {}).get("timing") or {}
+    for side in ("candidate", "baseline"):
+        s = timing.get(side) or {}
+        for i, t in enumerate(s.get("rounds_s") or []):  # per-round times, when the evaluator keeps them
+            rows.append((side, "round", i, t * 1e3))
+        for stat, key in (("median", "median_s"), ("min", "min_s")):
+            if s.get(key) is not None:
+                rows.append((side, stat, 0, s[key] * 1e3))
+    return rows
+
+
+def failed_record(task: Any, target: Any, method: str, sample_idx: int, error: str, budget: Any) -> dict[str, Any]:
+    """A method that raised (not a candidate failure the evaluator saw): counted as a failed sample."""
+    from leka.methods import Sample
+
+    s = Sample(result={"task": task.id, "target": target.name, "compiled": False, "correct": None,
+                       "failure": "method_error", "error": error, "status": "method_error", "baseline": None},
+               method=method, budget_spent=budget.spent() if budget is not None else {})
+    return build_record(task, target, s, sample_idx)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    done: int = 0  # samples written by this invocation
+    skipped_finished: int = 0
+    not_applicable: dict[str, str] = field(default_factory=dict)
+    stopped: str | None = None  # "budget: ..." when the budget ran out
+    wall_s: float = 0.0
+
+
+def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target: Any, method: Any, samples: int,
+                  evaluator: Any, budget: Any, options: dict[str, Any],
+                  on_sample: Callable[[Any, int, dict[str, Any] | None], None] | None = None,
+                  progress: Callable[[str], None] | None = None) -> RunOutcome:
+    """Run every missing (task, sample_idx) of `run_id`; returns what this invocation did."""
+    from leka.budget import BudgetExceeded
+    from leka.methods import MethodContext, MethodNotApplicable
+
+    out = RunOutcome(run_id)
+    t0 = time.perf_counter()
+    finished = store.finished_keys(run_id)
+    try:
+        for task in tasks:
+            applies = getattr(method, "applies", None)
+            why = applies(task, target) if applies else None
+            if why:
+                out.not_applicable[task.id] = why
+                _advance(on_sample, task, range(samples))
+                continue
+            for idx in range(samples):
+                if (task.id, method.name, idx) in finished:
+                    out.skipped_finished += 1
+                    _advance(on_sample, task, [idx])
+                    continue
+                if budget is not None:
+                    budget.check_time()
+                ctx = MethodContext(evaluator=evaluator, budget=budget, store=store, run_id=run_id,
+                                    options=options, progress=progress, sample_idx=idx)
+                try:
+                    result = method.run(task, target, ctx)
+                    if not result:
+                        raise LekaError("method returned no sample")
+                    rec = build_record(task, target, result[-1], idx)
+                    inter = [build_record(task, target, s, idx) for s in result[:-1]]
+                except BudgetExceeded:
+                    raise
+                except MethodNotApplicable as e:
+                    out.not_applicable[task.id] = str(e)
+                    _advance(on_sample, task, range(idx, samples))
+                    break
+                except Exception as e:  # noqa: BLE001 - a method crash is a failed sample, not a dead run
+                    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                    err = msg if isinstance(e, LekaError) else f"{type(e).__name__}: {msg}"
+                    rec, inter = failed_record(task, target, method.name, idx, err[:2000], budget), []
+                store.add_sample(run_id, rec, candidates=inter, measurements=measurement_rows(rec))
+                out.done += 1
+                if on_sample is not None:
+                    on_sample(task, idx, rec)
+    except BudgetExceeded as e:
+        out.stopped = f"budget: {e}"
+        store.add_event(run_id, "budget_exhausted", {"error": str(e)})
+    out.wall_s = time.perf_counter() - t0
+    if out.stopped is None:
+        store.add_event(run_id, "finished", {"samples_written": out.done, "not_applicable": out.not_applicable,
+                                             "wall_s": out.wall_s})
+    return out
+
+
+def _advance(on_sample: Callable | None, task: Any, idxs: Iterable[int]) -> None:
+    """Report attempts that produced no new record (already finished, or not applicable)."""
+    if on_sample is not None:
+        for i in idxs:
+            on_sample(task, i, None)

@@ -1,0 +1,330 @@
+"""`leka bench list|stats|validate|run|runs|report|export`: EdgeKernelBench from the command line."""
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+
+def _filters(p, limit: bool = True) -> None:
+    p.add_argument("--tasks", action="append", default=[], metavar="PATH", help="extra user task file/folder")
+    p.add_argument("--level", type=int, help="1 (operators), 2 (fused patterns) or 3 (graphs)")
+    p.add_argument("--domain", help="e.g. vision, speech-audio, nlp (see `leka bench stats`)")
+    p.add_argument("--pattern", help="only this pattern")
+    p.add_argument("--task", dest="ids", action="append", default=[], metavar="ID", help="only this task (repeatable)")
+    if limit:
+        p.add_argument("--limit", type=int, help="at most N workloads (after filtering, suite order)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="EdgeKernelBench: list/stats/validate workloads, run methods, report results",
+                       description="EdgeKernelBench harness. Results go to an append-only SQLite store "
+                                   "(.leka/results.sqlite; LEKA_HOME overrides .leka, --store a file).")
+    bsub = p.add_subparsers(dest="bench_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+    q = bsub.add_parser("list", help="list workloads")
+    _filters(q)
+    q.add_argument("--json", action="store_true", help="JSON list: id, pattern, level, domain, dtype, flops, bytes ...")
+    q.set_defaults(func=cmd_list)
+
+    q = bsub.add_parser("stats", help="counts of patterns and workloads by domain, level and dtype")
+    _filters(q, limit=False)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_stats)
+
+    q = bsub.add_parser("validate", help="build each definition with TVM's default lowering and check it against "
+                                         "its reference (no timing); exit 1 if any fails")
+    _filters(q)
+    q.add_argument("--target", default="host-cpu", help="preset name or TVM target dict as JSON (default host-cpu)")
+    q.add_argument("--trials", type=int, default=3, help="correctness trials per workload (default 3)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_validate)
+
+    q = bsub.add_parser("run", help="run a method on workloads; every sample is stored as it finishes")
+    _filters(q)
+    q.add_argument("--method", default="tvm-naive", help="method name (see `--method list`; default tvm-naive)")
+    q.add_argument("--target", default="host-cpu", help="preset name or TVM target dict as JSON (default host-cpu)")
+    q.add_argument("--samples", type=int, default=1,
+                   help="independent attempts per workload, n for Correct@k (default 1)")
+    q.add_argument("--budget", default="", help='e.g. "calls=20,usd=2,compiles=200,minutes=10" (any subset)')
+    q.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="method option (repeatable)")
+    q.add_argument("--trials", type=int, default=5, help="correctness trials per sample (default 5)")
+    q.add_argument("--no-measure", action="store_true", help="correctness only")
+    q.add_argument("--resume", metavar="RUN", help="continue RUN: repeats no finished sample, keeps its settings")
+    q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.set_defaults(func=cmd_run)
+
+    q = bsub.add_parser("runs", help="list the runs in the store (id, method, target, status, samples)")
+    q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_runs)
+
+    q = bsub.add_parser("report", help="Markdown + self-contained HTML report of a run")
+    q.add_argument("run", help="run id (a unique prefix is enough)")
+    q.add_argument("--out", help="output folder (default .leka/reports/RUN)")
+    q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    q.set_defaults(func=cmd_report)
+
+    q = bsub.add_parser("export", help="export a run's samples as JSONL or CSV")
+    q.add_argument("run", help="run id (a unique prefix is enough)")
+    q.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    q.add_argument("--out", help="file (default: stdout)")
+    q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    q.set_defaults(func=cmd_export)
+
+
+def _select(args):
+    from leka.bench.runner import Selection, select_tasks
+
+    sel = Selection(level=args.level, domain=args.domain, pattern=args.pattern, ids=args.ids,
+                    limit=getattr(args, "limit", None))
+    return sel, select_tasks(sel, args.tasks)
+
+
+def cmd_list(args) -> int:
+    _, tasks = _select(args)
+    if args.json:
+        print(json.dumps([t.summary() for t in tasks], indent=1))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"EdgeKernelBench workloads ({len(tasks)})")
+    for col in ("id", "pattern", "L", "domain", "dtype", "MFLOP", "KB", "description"):
+        t.add_column(col, overflow="fold")
+    for k in tasks:
+        t.add_row(k.id, k.pattern, str(k.level), k.domain, k.dtype, f"{k.flops / 1e6:.2f}", f"{k.bytes / 1e3:.1f}",
+                  k.description)
+    Console().print(t)
+    return 0
+
+
+def stats_of(tasks) -> dict:
+    return {"patterns": len({t.pattern for t in tasks}), "workloads": len(tasks),
+            "domains": dict(sorted(Counter(t.domain for t in tasks).items())),
+            "levels": {str(k): v for k, v in sorted(Counter(t.level for t in tasks).items())},
+            "dtypes": dict(sorted(Counter(t.dtype for t in tasks).items())),
+            "patterns_by_level": {str(lv): len({t.pattern for t in tasks if t.level == lv})
+                                  for lv in sorted({t.level for t in tasks})}}
+
+
+def cmd_stats(args) -> int:
+    _, tasks = _select(args)
+    s = stats_of(tasks)
+    if args.json:
+        print(json.dumps(s, indent=1))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    c = Console()
+    c.print(f"[bold]{s['workloads']}[/] workloads, [bold]{s['patterns']}[/] patterns")
+    for key in ("levels", "domains", "dtypes"):
+        t = Table(title=key)
+        t.add_column(key[:-1])
+        t.add_column("workloads", justify="right")
+        if key == "levels":
+            t.add_column("patterns", justify="right")
+        for k, v in s[key].items():
+            t.add_row(k, str(v), *([str(s["patterns_by_level"][k])] if key == "levels" else []))
+        c.print(t)
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from rich.console import Console
+
+    from leka.bench.validate import validate_tasks
+    from leka.errors import LekaError
+    from leka.targets import get_target
+
+    if args.trials < 1:
+        raise LekaError("--trials must be >= 1")
+    _, tasks = _select(args)
+    target = get_target(args.target)
+    c = Console(stderr=args.json)
+    n = len(tasks)
+
+    def show(r: dict) -> None:
+        i = len(shown) + 1
+        shown.append(r)
+        mark = "[green]ok[/]" if r["ok"] else f"[red]{r['failure']}[/]"
+        c.print(f"[{i}/{n}] {r['task']:40s} {mark} {r['eval_s']:.1f} s" + (f"  {r['error']}" if r["error"] else ""))
+
+    shown: list[dict] = []
+    rep = validate_tasks(tasks, target, trials=args.trials, on_result=show)
+    if args.json:
+        print(json.dumps(rep.to_json(), indent=1))
+    c.print(f"validated {n} workloads on {target.name} in {rep.wall_s:.1f} s: {n - len(rep.failures)} ok, "
+            f"{len(rep.failures)} failed")
+    for r in rep.failures:
+        c.print(f"  FAILED {r['task']}: {r['failure']}: {r['error']}")
+    return 1 if rep.failures else 0
+
+
+def _parse_options(items: list[str]) -> dict:
+    from leka.errors import LekaError
+
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k:
+            raise LekaError(f"--option {it!r}: expected KEY=VALUE")
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def cmd_run(args) -> int:
+    from leka.bench.runner import run_benchmark
+    from leka.bench.store import ResultStore
+    from leka.budget import Budget
+    from leka.errors import LekaError
+    from leka.evaluator import EvalConfig, Evaluator, versions
+    from leka.methods import get_method, list_methods
+    from leka.targets import get_target
+    from leka.tasks import get_task, load_task_folder
+
+    if args.method == "list":
+        print("\n".join(list_methods()))
+        return 0
+    store = ResultStore(args.store)
+    if args.resume:
+        run = store.get_run(args.resume)
+        cfg = run["config"]
+        for p in cfg.get("task_paths", []):
+            load_task_folder(p)
+        run_id, tasks = run["run_id"], [get_task(i) for i in cfg["task_ids"]]
+        method_name, target_spec, samples = run["method"], cfg["target_spec"], cfg["samples"]
+        options, budget_spec, trials, measure = cfg["options"], cfg["budget"], cfg["trials"], cfg["measure"]
+        store.add_event(run_id, "resumed", {"finished": len(store.finished_keys(run_id))})
+    else:
+        if args.samples < 1 or args.trials < 1:
+            raise LekaError("--samples and --trials must be >= 1")
+        sel, tasks = _select(args)
+        if not tasks:
+            raise LekaError("no workload matches the filters (see `leka bench list`)")
+        method_name, target_spec, samples = args.method, args.target, args.samples
+        options, budget_spec = _parse_options(args.option), args.budget
+        trials, measure = args.trials, not args.no_measure
+        run_id = None
+    budget = Budget.parse(budget_spec)
+    method = get_method(method_name, options)
+    target = get_target(target_spec)
+    if run_id is None:
+        cfg = {"selection": sel.to_json(), "task_ids": [t.id for t in tasks], "task_paths": args.tasks,
+               "target_spec": target_spec, "target": target.to_json(), "samples": samples, "options": options,
+               "budget": budget_spec, "trials": trials, "measure": measure, "argv": sys.argv[1:]}
+        run_id = store.create_run(method_name, target.name, cfg, versions())
+    print(f"run {run_id}: {method_name} on {target.name}, {len(tasks)} workloads x {samples} samples "
+          f"(store {store.path})", file=sys.stderr, flush=True)
+    finished = store.finished_keys(run_id)
+    todo = sum(1 for t in tasks for i in range(samples) if (t.id, method_name, i) not in finished)
+    # A finished run needs no evaluator worker (starting one costs a TVM import).
+    ev = Evaluator(target, EvalConfig(trials=trials, measure=measure)) if todo else contextlib.nullcontext()
+    with ev as evaluator, _Progress(len(tasks) * samples, args.quiet or not todo) as prog:
+        out = run_benchmark(store, run_id, tasks, target, method, samples, evaluator, budget, options,
+                            on_sample=prog.update)
+    recs = store.samples(run_id)
+    from leka.bench import metrics
+
+    s = metrics.summarize(recs)
+    line = (f"run {run_id}: {out.done} new samples ({out.skipped_finished} already done) in {out.wall_s:.1f} s; "
+            f"{s.samples} stored: compile {_pct(s.compile_rate)}, Correct@1 {_pct(s.correct_at_1)}, "
+            f"Fast@1.0 vs {s.baseline or '-'} {_pct(s.fast_at.get('Fast@1.0'))}, geomean speedup "
+            f"{s.geomean_speedup or 0:.2f}x")
+    print(line, file=sys.stderr)
+    if out.not_applicable:
+        print(f"  not applicable to {len(out.not_applicable)} workloads: "
+              f"{next(iter(out.not_applicable.values()))} ...", file=sys.stderr)
+    if out.stopped:
+        print(f"  stopped early ({out.stopped}); continue with --resume {run_id}", file=sys.stderr)
+    print(run_id)
+    return 0
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+class _Progress:
+    """A rich progress bar over samples (finished ones included on resume)."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total, self.quiet, self.correct, self.seen = total, quiet, 0, 0
+
+    def __enter__(self) -> "_Progress":
+        if not self.quiet:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                              TextColumn("correct {task.fields[correct]}"), TimeElapsedColumn(),
+                              console=Console(stderr=True))
+            self.p.__enter__()
+            self.bar = self.p.add_task("bench", total=self.total, correct=0)
+        return self
+
+    def update(self, task, idx: int, rec) -> None:
+        if rec is not None and rec.get("correct") is True:
+            self.correct += 1
+        if not self.quiet:
+            self.p.update(self.bar, advance=1, description=f"{task.id[:36]:36s}", correct=self.correct)
+
+    def __exit__(self, *exc) -> None:
+        if not self.quiet:
+            self.p.__exit__(*exc)
+
+
+def cmd_runs(args) -> int:
+    from leka.bench.store import ResultStore
+
+    store = ResultStore(args.store)
+    rows = []
+    for r in store.list_runs():
+        run = store.get_run(r["run_id"])
+        rows.append({"run_id": r["run_id"], "method": r["method"], "target": r["target"], "status": run["status"],
+                     "samples": len(store.finished_keys(r["run_id"]))})
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"runs in {store.path}")
+    for col in ("run_id", "method", "target", "status", "samples"):
+        t.add_column(col, overflow="fold")
+    for r in rows:
+        t.add_row(*(str(r[c]) for c in ("run_id", "method", "target", "status", "samples")))
+    Console().print(t)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from leka.bench.report import write_report
+    from leka.bench.store import ResultStore
+
+    store = ResultStore(args.store)
+    run = store.get_run(args.run)
+    out = Path(args.out) if args.out else store.path.parent / "reports" / run["run_id"]
+    md, html = write_report(store, run["run_id"], out)
+    print(f"wrote {md} and {html}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from leka.bench.store import ResultStore
+
+    text = ResultStore(args.store).export(args.run, args.format)
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
