@@ -1,4 +1,6 @@
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy: see leka/__init__.py
 import sys
 from pathlib import Path
 
