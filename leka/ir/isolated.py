@@ -1,0 +1,84 @@
+"""Parse and apply untrusted algorithm text (a model's TVMScript) in a subprocess.
+
+TVMScript parsing evaluates parts of the text, so text that did not come from the package's own
+rewrites is never parsed in the calling process: ``run_isolated`` starts ``python -m leka.ir.isolated``,
+which parses, applies the schedule/memory layers and answers with JSON.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from .errors import IRApplyError
+
+
+def parse_algorithm(text: str, task: Any) -> Any:
+    """TVMScript text -> PrimFunc 'main' with the task's signature (call only on trusted text or in the worker)."""
+    import tvm
+
+    from .checks import check_signature
+
+    try:
+        obj = tvm.script.from_source(text)
+    except Exception as e:
+        msg = [ln for ln in str(e).strip().splitlines() if ln.strip()]
+        raise IRApplyError(f"algorithm text does not parse: {msg[-1] if msg else type(e).__name__}") from None
+    if isinstance(obj, tvm.IRModule):
+        names = [gv.name_hint for gv in obj.functions]
+        if "main" not in names:
+            raise IRApplyError(f"algorithm module has no function named main (found: {', '.join(names)})")
+        obj = obj["main"]
+    if not isinstance(obj, tvm.tirx.PrimFunc):
+        raise IRApplyError(f"algorithm text must define a PrimFunc, got {type(obj).__name__}")
+    errs = check_signature(obj, task)
+    if errs:
+        raise IRApplyError("algorithm signature: " + "; ".join(errs))
+    return obj.with_attr("global_symbol", "main")
+
+
+def run_isolated(op: str, ir: Any, target: Any, timeout_s: float = 120.0) -> dict[str, Any]:
+    """op "validate" -> {"errors": [...]}; op "flat" -> {"errors": [...], "script": str}."""
+    from leka.targets import get_target
+
+    from .checks import task_args
+
+    payload = {"op": op, "ir": ir.to_json(), "args": [[n, list(s), d] for n, s, d in task_args(ir._task())],
+               "target": get_target(target).to_json()}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "leka.ir.isolated"], input=json.dumps(payload),
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"errors": [f"parsing the algorithm text took longer than {timeout_s:.0f} s"], "script": ""}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"errors": [f"the algorithm worker failed (exit {proc.returncode}): {tail[:300]}"], "script": ""}
+    return json.loads(lines[-1])
+
+
+def _worker() -> None:
+    from leka.targets import TargetPreset
+
+    from .candidate import CandidateIR
+    from .checks import check_scheduled
+
+    req = json.loads(sys.stdin.read())
+    args = [(n, tuple(s), d) for n, s, d in req["args"]]
+    target = TargetPreset(**req["target"])
+    ir = CandidateIR.from_json(req["ir"])
+    out: dict[str, Any] = {"errors": [], "script": ""}
+    try:
+        func = parse_algorithm(ir.algorithm.text, args)
+        live = ir.apply(func)
+        out["errors"] = check_scheduled(live, args, target)
+        if req["op"] == "flat" and not out["errors"]:
+            out["script"] = live.sch.mod["main"].with_attr("global_symbol", "main").script()
+    except IRApplyError as e:
+        out["errors"] = [str(e)]
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    _worker()

@@ -1,0 +1,91 @@
+"""What the offline rules look at: the blocks of a task's PrimFunc (iterators, extents, accesses)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BlockInfo:
+    name: str
+    loops: tuple[str, ...]  # stable loop names, outermost first
+    extents: tuple[int, ...]
+    kinds: tuple[str, ...]  # "S" spatial / "R" reduction, per loop (te-built nests: loop n binds iter n)
+    writes_output: bool
+    has_condition: bool  # if_then_else in the body (padding): inlining it puts a branch in the vector loop
+    inner_contiguous: bool  # the innermost spatial iterator is the last index of every access that uses it
+    reduce_contiguous: bool  # the innermost reduction iterator is the last index of every read that uses it
+    dtype_bits: int
+    dtype: str = "float32"
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype.startswith(("float", "bfloat"))
+
+    @property
+    def spatial(self) -> list[int]:
+        return [i for i, k in enumerate(self.kinds) if k == "S"]
+
+    @property
+    def reduce(self) -> list[int]:
+        return [i for i, k in enumerate(self.kinds) if k == "R"]
+
+    @property
+    def is_ordered(self) -> bool:
+        """Has a scan/opaque iterator: TVM keeps the whole block serial."""
+        return "O" in self.kinds
+
+    @property
+    def is_reduction(self) -> bool:
+        return bool(self.reduce)
+
+
+def _uses(expr: Any, var: str) -> bool:
+    from tvm.tirx.analysis import undefined_vars
+
+    return any(v.name == var for v in undefined_vars(expr))
+
+
+def _last_index_only(regions: Any, var: str) -> bool:
+    for reg in regions:
+        uses = [i for i, r in enumerate(reg.region) if _uses(r.min, var)]
+        if uses and uses != [len(reg.region) - 1]:
+            return False
+    return True
+
+
+def _buffer_dtypes(live: Any) -> dict[str, str]:
+    func = live.sch.mod["main"]
+    out = {p.name: str(p.dtype) for p in func.params}
+    root = live.sch.get(live.sch.get_sblock("root"))
+    out.update({b.name: str(b.dtype) for b in root.alloc_buffers})
+    return out
+
+
+def analyze(live: Any, output_names: set[str]) -> list[BlockInfo]:
+    infos = []
+    dtypes = _buffer_dtypes(live)
+    for name in live.block_names():
+        blk = live.sch.get(live.sch.get_sblock(name))
+        loops = live.loops_of(name)
+        rvs = live.sch.get_loops(live.sch.get_sblock(name))
+        extents = tuple(int(live.sch.get(rv).extent) for rv in rvs)
+        ivs = list(blk.iter_vars)
+        if len(ivs) != len(loops):  # not a perfect te-style nest: treat conservatively
+            kinds = tuple("R" if live.reducing_blocks(n) else "S" for n in loops)
+        else:
+            # "S" data-parallel, "R" commutative reduction, "O" anything ordered (scan, opaque): serial
+            kinds = tuple({0: "S", 2: "R"}.get(int(iv.iter_type), "O") for iv in ivs)
+        sp = [i for i, k in enumerate(kinds) if k == "S"]
+        rd = [i for i, k in enumerate(kinds) if k == "R"]
+        inner_ok = bool(sp) and len(ivs) == len(loops) and _last_index_only(
+            list(blk.reads) + list(blk.writes), ivs[sp[-1]].var.name)
+        red_ok = bool(rd) and len(ivs) == len(loops) and _last_index_only(list(blk.reads), ivs[rd[-1]].var.name)
+        writes = {w.source.name for w in blk.writes}
+        dtype = next((dtypes[w] for w in writes if w in dtypes), "float32")
+        bits = int(re.sub(r"\D", "", dtype) or 32)
+        infos.append(BlockInfo(name, tuple(loops), extents, kinds, bool(writes & output_names),
+                               "if_then_else" in str(blk.body) or "T.if_then_else" in str(blk.body),
+                               inner_ok, red_ok, bits, dtype))
+    return infos

@@ -1,0 +1,58 @@
+"""CPU multi-block row pipelines (softmax, layernorm, normalisations): compute every producer inside the
+output block's outer row loop, parallelise that loop and vectorise each block's contiguous inner loop.
+Keeps a row's intermediates in cache instead of streaming whole tensors between blocks."""
+from __future__ import annotations
+
+from leka.ir import CandidateIR
+
+from ..context import RuleContext
+from ..cpu_plan import inline_intermediates, lanes_for, schedule_row_reduction, schedule_spatial
+
+NAME = "cpu.row_fusion"
+
+
+def _shared_row_dims(infos, out) -> int:
+    """Leading loops that every block shares as spatial loops of equal extent (the 'rows')."""
+    n = 0
+    while n < len(out.kinds) - 1 and all(
+            len(b.kinds) > n + 1 and b.kinds[n] == "S" and b.extents[n] == out.extents[n] for b in infos):
+        n += 1
+    return n
+
+
+def apply(ctx: RuleContext) -> list[CandidateIR] | None:
+    if ctx.family != "cpu" or len(ctx.infos) < 2:
+        return None
+    outs = [b for b in ctx.infos if b.writes_output]
+    if any(b.is_ordered for b in ctx.infos):
+        return None
+    if len(outs) != 1 or outs[0] is not ctx.infos[-1] or outs[0].kinds[0] != "S":
+        return None
+    n_rows = _shared_row_dims(ctx.infos, outs[0])
+    if n_rows == 0:
+        return None
+
+    def lanes(b):
+        return lanes_for(ctx.facts, b.dtype_bits)
+
+    res = []
+    for inline, rfactor in ((False, False), (True, False), (False, True)):
+        def build(sk, inline=inline, rfactor=rfactor):
+            done = set(inline_intermediates(sk, ctx.infos)) if inline else set()
+            out = outs[0]
+            lead = sk.loops(out.name)[:n_rows]
+            row = sk.do("fuse", loops=lead)[0] if len(lead) > 1 else lead[0]
+            alive = set(sk.live.block_names())
+            rest = [b for b in ctx.infos if b.name in alive and b.name != out.name and b.name not in done]
+            for b in reversed(rest):
+                sk.do("compute_at", block=b.name, loop=row)
+            for b in rest + [out]:
+                if b.is_reduction:
+                    schedule_row_reduction(sk, b, lanes(b), ctx.cores, rfactor, outer_done=1)
+                else:
+                    schedule_spatial(sk, b, lanes(b), ctx.cores, outer_done=1)
+            sk.do("parallel", loop=row)
+        ir = ctx.attempt(NAME, {"inline": inline, "rfactor": rfactor}, build)
+        if ir is not None:
+            res.append(ir)
+    return res or None
