@@ -204,7 +204,8 @@ def main() -> int:
                 loaded.upload(inputs + nan_outs)
                 loaded.run()
                 got = loaded.download()[len(inputs):]
-                ok = all(np.allclose(g, e, rtol=1e-4, atol=1e-5 * float(np.abs(e).max())) for g, e in zip(got, expected))
+                ok = all(np.allclose(g, e, rtol=1e-4, atol=1e-5 * float(np.abs(e).max()))
+                         for g, e in zip(got, expected))
                 loaded_by_label[label] = loaded
                 line += f" | {label}: {'ok' if ok else 'WRONG'}"
             # Alternate candidate and naive, 5 rounds, median: the shared CPU's load drifts.

@@ -98,7 +98,12 @@ class Artifact:
                 return out
             obj = out.with_suffix(".o")
             self.executable.mod.write_to_file(str(obj))
-            self.notes.append(f"{gcc} not found: wrote host object {obj.name} (link it on the board)")
+            note = f"{gcc} not found: wrote host object {obj.name} (link it on the board)"
+            if self.family != "cpu":  # the object holds host code only: keep the device source beside it
+                dev = out.with_suffix({"cuda": ".cu", "opencl": ".cl"}.get(self.family, ".src"))
+                dev.write_text(self.source)
+                note += f" and device source {dev.name}"
+            self.notes.append(note)
             return obj
         except Exception as e:  # noqa: BLE001 - TVM raises many types; keep one line
             raise CompileError(f"export to {out} failed: {first_line(e)}") from None

@@ -24,8 +24,8 @@ class Lowered:
     runtime_module: Any
     kernels: list[KernelLaunch]
     allocations: list[Allocation]
-    # For each kernel launch, how to find its buffer args: ("param", index) | ("workspace", name)
-    # | ("scalar", value). Consumed by the OpenCL runner.
+    # For each kernel launch, where each argument comes from: ("param", index into the entry's params) |
+    # ("workspace", index into workspaces) | ("scalar", value). Consumed by the OpenCL runner.
     launch_bindings: list[list[tuple[str, Any]]]
     workspaces: list[Allocation]
 
@@ -48,10 +48,10 @@ def lower_and_build(mod, target, param_names: list[str]) -> Lowered:
     allocations = list(workspaces)
     for dmod in device_mods.values():
         for _, f in dmod.functions.items():
-            allocations.extend(_allocs_in(f.body, skip_global=False))
+            allocations.extend(_allocs_in(f.body))
     if not device_mods:  # CPU: intermediates the host code allocates
         for _, f in host_mod.functions.items():
-            allocations.extend(_allocs_in(f.body, skip_global=False))
+            allocations.extend(_allocs_in(f.body))
     host_mod = finalize_host()(host_mod)
     device_mods = {t: finalize_device()(m) for t, m in device_mods.items()}
     runtime_module = tir_to_runtime(host_mod, device_mods, Target(target_host))
@@ -85,7 +85,7 @@ def _const_shape(buf) -> tuple[int, ...]:
     return tuple(int(s) if hasattr(s, "value") or isinstance(s, int) else -1 for s in buf.shape)
 
 
-def _allocs_in(body, skip_global: bool) -> list[Allocation]:
+def _allocs_in(body) -> list[Allocation]:
     import tvm
 
     out: list[Allocation] = []
@@ -94,8 +94,6 @@ def _allocs_in(body, skip_global: bool) -> list[Allocation]:
         if isinstance(s, tvm.tirx.AllocBuffer):
             b = s.buffer
             scope = b.scope() or "global"
-            if skip_global and scope == "global":
-                return
             shape = _const_shape(b)
             out.append(Allocation(b.name, scope, str(b.dtype), shape,
                                   _nbytes(str(b.dtype), shape) if -1 not in shape else -1))

@@ -25,7 +25,8 @@ def _context():
 
         ctx = cl.create_some_context(interactive=False)
     except Exception as e:  # noqa: BLE001 - ImportError, no platform, ICD errors
-        raise NotRunnableError(f"OpenCL unavailable: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise NotRunnableError(f"OpenCL unavailable: {why}") from None
     return ctx, cl.CommandQueue(ctx)
 
 
