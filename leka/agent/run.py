@@ -1,0 +1,114 @@
+"""Drive one run of the graph: checkpointing, trace writing and progress, for fresh and resumed runs."""
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from leka.errors import LekaError
+
+from .context import AgentContext
+from .graph import final_state, stream_run
+from .progress import NoProgress, Progress
+from .state import AgentState, Policy, initial_state
+from .trace import TraceStore, checkpoint_path
+
+
+def new_run_id() -> str:
+    return "leka-" + uuid.uuid4().hex[:10]
+
+
+@contextmanager
+def open_checkpointer(path: str | Path | None = None) -> Iterator[SqliteSaver]:
+    p = Path(path) if path is not None else checkpoint_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(p), check_same_thread=False, timeout=30)
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        yield saver
+    finally:
+        conn.close()
+
+
+def restore_spent(ctx: AgentContext, state: AgentState) -> None:
+    """On resume, put back what the run had spent at its last checkpoint (wall time restarts)."""
+    if ctx.budget is None or not state.get("steps"):
+        return
+    spent = state["steps"][-1].get("budget_spent") or {}
+    settle = getattr(ctx.budget, "settle", None)
+    for kind in ("calls", "tokens", "usd", "compiles", "measurements"):
+        amount = spent.get(kind) or 0
+        if amount and settle is not None:
+            settle(kind, amount)
+
+
+def drive(ctx: AgentContext, store: TraceStore, *, policy: Policy | None = None, resume: bool = False,
+          checkpoint: str | Path | None = None, progress: Progress | None = None,
+          options: dict[str, Any] | None = None, restore_budget: bool = True) -> dict[str, Any]:
+    """Run the graph for ctx.run_id to its end (or resume it) and return the final record.
+
+    Every step is written to the trace as soon as its node completes; after the run the trace is
+    re-synced from the checkpointed state (the source of truth), so a kill between the checkpoint and
+    the trace write loses nothing. restore_budget: on resume, put the run's spending back into
+    ctx.budget (off when the budget is shared with other work that accounts for itself).
+    """
+    progress = progress or NoProgress()
+    with open_checkpointer(checkpoint) as saver:
+        if resume:
+            run = store.get_run(ctx.run_id)
+            state = final_state(ctx, saver)
+            if not state:
+                raise LekaError(f"run {ctx.run_id} has no checkpoint to resume from")
+            max_steps = int(state["policy"]["max_steps"])
+            if restore_budget:
+                restore_spent(ctx, state)
+            initial: AgentState | None = None
+            if run["status"] == "done" and state.get("final"):
+                return state["final"]
+        else:
+            if policy is None:
+                raise ValueError("a fresh run needs a Policy")
+            ir0 = ctx.ir_from_json(_initial_ir_json(ctx))
+            summary, speedup = _safe_summary(ir0), 1.0
+            try:
+                ir0.to_tvmscript(ctx.target)
+            except Exception as e:  # e.g. unbound blocks on a GPU target: no kernel to fall back on
+                summary, speedup = f"initial IR, not runnable as is: {e}", 0.0
+            initial = initial_state(ctx.run_id, ctx.task.id, getattr(ctx.target, "name", str(ctx.target)),
+                                    ctx.proposer_name, policy, ir0.to_json(), summary, speedup)
+            store.create_run(ctx.run_id, ctx.task.id, initial["target"], ctx.proposer_name,
+                             {**(options or {}), "policy": policy.to_json()})
+            max_steps = policy.max_steps
+        with progress:
+            for node, update in stream_run(ctx, initial, saver, max_steps):
+                if update.get("steps"):
+                    store.put_steps(ctx.run_id, update["steps"])
+                progress.update(node, update)
+        state = final_state(ctx, saver)
+    store.put_steps(ctx.run_id, state.get("steps", []))
+    final = state.get("final")
+    if final is None:
+        store.set_status(ctx.run_id, "incomplete")
+        raise LekaError(f"run {ctx.run_id} ended without a final record; `leka tune --resume {ctx.run_id}`")
+    store.set_status(ctx.run_id, "done", final)
+    return final
+
+
+def _initial_ir_json(ctx: AgentContext) -> dict[str, Any]:
+    if ctx.initial_ir is not None:
+        return ctx.initial_ir
+    from leka.ir import CandidateIR
+
+    return CandidateIR.initial(ctx.task).to_json()
+
+
+def _safe_summary(ir: Any) -> str:
+    try:
+        return str(ir.summary())
+    except Exception:
+        return "initial IR"

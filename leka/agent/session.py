@@ -1,0 +1,144 @@
+"""Real wiring of a LEKA run: leka.ir for candidates, leka.proposers for proposals, leka.evaluator for
+compile/verify/profile in isolated workers, leka.budget for limits. Used by `leka tune` and the
+"leka" bench method; the graph itself only sees the callables of AgentContext.
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from .context import AgentContext, default_budget_errors
+from .progress import NoProgress, Progress
+from .run import drive, new_run_id
+from .state import Policy
+from .trace import TraceStore, leka_home
+
+OFFLINE_LABEL = "leka-offline-rules (offline, no LLM)"
+
+
+@dataclass
+class TuneOptions:
+    task_id: str
+    target: str = "host-cpu"
+    llm: str | None = None  # PROVIDER:MODEL; None = the embedded offline proposer
+    base_url: str | None = None
+    budget: str | None = None  # Budget.parse spec
+    policy: Policy = field(default_factory=Policy)
+    trials: int = 5  # correctness trials per candidate
+    baseline: str = "tvm-naive"
+    tasks_paths: list[str] = field(default_factory=list)  # user task folders (--tasks)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["policy"] = self.policy.to_json()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "TuneOptions":
+        d = dict(d)
+        d["policy"] = Policy.from_json(d.get("policy") or {})
+        return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def proposer_label(proposer: Any) -> str:
+    name = getattr(proposer, "name", "?")
+    if not getattr(proposer, "is_llm", False):
+        return OFFLINE_LABEL if name == "leka-offline-rules" else f"{name} (offline, no LLM)"
+    return f"{name} (LLM)"
+
+
+def make_proposer(llm: str | None, base_url: str | None, budget: Any) -> Any:
+    from leka.proposers import get_proposer
+
+    return get_proposer(llm, base_url=base_url, budget=budget, cache_path=leka_home() / "llm_cache.sqlite")
+
+
+def propose_fn(proposer: Any, task: Any, target: Any) -> Callable[..., list[Any]]:
+    from leka.proposers import ProposalRequest
+
+    def propose(layer: str, ir: Any, history: list[dict[str, Any]], k: int) -> list[Any]:
+        return list(proposer.propose(ProposalRequest(layer=layer, ir=ir, task=task, target=target,
+                                                     history=history, k=k)))
+    return propose
+
+
+def evaluate_fn(evaluator: Any, task: Any, baseline: str) -> Callable[[str], dict[str, Any]]:
+    def evaluate(source: str) -> dict[str, Any]:
+        return evaluator.evaluate(task, source, baseline=baseline).to_json()
+    return evaluate
+
+
+def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str) -> Callable[[str], dict[str, Any]]:
+    """Finalize's re-measure: a new Evaluator (new worker process) that lives for one evaluation."""
+    def remeasure(source: str) -> dict[str, Any]:
+        from leka.evaluator import Evaluator
+
+        with Evaluator(target, config) as ev:
+            return ev.evaluate(task, source, baseline=baseline).to_json()
+    return remeasure
+
+
+def build_context(run_id: str, task: Any, target: Any, proposer: Any, evaluate: Callable[[str], dict[str, Any]],
+                  remeasure: Callable[[str], dict[str, Any]] | None, budget: Any, store: TraceStore) -> AgentContext:
+    from leka.ir import CandidateIR
+
+    return AgentContext(run_id=run_id, task=task, target=target, propose=propose_fn(proposer, task, target),
+                        evaluate=evaluate, remeasure=remeasure,
+                        ir_from_json=lambda d: CandidateIR.from_json(d, task), journal=store, budget=budget,
+                        proposer_name=getattr(proposer, "name", "?"), budget_errors=default_budget_errors(),
+                        initial_ir=CandidateIR.initial(task).to_json())
+
+
+def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: TraceStore | None = None,
+         progress: Callable[[str], Progress] | None = None,
+         on_start: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+    """Run LEKA on one task (or resume run `resume`) and return the final record.
+
+    progress(title) makes the display; on_start(run_id, proposer_label) is called before the first step.
+    """
+    from leka.budget import Budget
+    from leka.evaluator import EvalConfig, Evaluator
+    from leka.tasks import all_tasks, get_task
+    from leka.targets import get_target
+
+    store = store or TraceStore()
+    if resume:
+        run = store.get_run(resume)
+        if "tune" not in run["options"]:
+            from leka.errors import LekaError
+
+            raise LekaError(f"run {resume} belongs to bench run {run['options'].get('bench_run')}; "
+                            "resume it with `leka bench run --resume`")
+        opts = TuneOptions.from_json(run["options"]["tune"])
+        run_id = resume
+    elif opts is None:
+        raise ValueError("tune() needs options or a run to resume")
+    else:
+        run_id = new_run_id()
+    if opts.tasks_paths:
+        all_tasks(opts.tasks_paths)
+    task = get_task(opts.task_id)
+    target = get_target(opts.target)
+    if not target.runnable:  # tuning needs measurements; a build-only target cannot give them here
+        from leka.errors import NotRunnableError
+
+        raise NotRunnableError(f"cannot tune for {target.name} on this machine: {target.why_not_runnable}")
+    budget = Budget.parse(opts.budget)
+    proposer = make_proposer(opts.llm, opts.base_url, budget)
+    label = proposer_label(proposer)
+    if on_start is not None:
+        on_start(run_id, label)
+    config = EvalConfig(trials=opts.trials, measure=True)
+    with ExitStack() as stack:
+        evaluator = stack.enter_context(Evaluator(target, config))
+        ctx = build_context(run_id, task, target, proposer, evaluate_fn(evaluator, task, opts.baseline),
+                            fresh_worker_fn(target, config, task, opts.baseline), budget, store)
+        title = f"LEKA {'resuming ' if resume else ''}{run_id}: {task.id} on {target.name} — proposer {label}"
+        view = progress(title) if progress is not None else NoProgress()
+        final = drive(ctx, store, policy=opts.policy, resume=bool(resume), progress=view,
+                      options={"tune": opts.to_json()})
+    final = dict(final)
+    final["proposer_label"] = label
+    final["budget_limits"] = {k: v for k, v in budget.limits.items() if v is not None}
+    return final

@@ -1,0 +1,146 @@
+"""The run trace (SQLite, next to the results store in the .leka folder) and the optimisation path.
+
+Tables: agent_runs (one row per run: task, target, proposer, options, final record), agent_steps
+(one JSON step record per step: layer, proposals with IR diff, prompt hash, compile/verify/timing
+results, speedup so far, budget spent, routing decision) and agent_journal (write-ahead proposals and
+measurements, so a resumed run neither pays nor measures twice). LangGraph's checkpoints live in a
+separate file in the same folder (checkpoint_path()).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from leka.errors import LekaError
+
+from .state import LAYERS
+
+
+class UnknownRunError(LekaError):
+    pass
+
+
+def leka_home() -> Path:
+    """The .leka folder of the current directory, or $LEKA_HOME."""
+    return Path(os.environ.get("LEKA_HOME") or ".leka")
+
+
+def trace_path() -> Path:
+    return leka_home() / "agent.sqlite"
+
+
+def checkpoint_path() -> Path:
+    return leka_home() / "agent_checkpoints.sqlite"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS agent_runs (
+  run_id TEXT PRIMARY KEY, task TEXT NOT NULL, target TEXT NOT NULL, proposer TEXT NOT NULL,
+  options TEXT NOT NULL, created REAL NOT NULL, status TEXT NOT NULL, final TEXT);
+CREATE TABLE IF NOT EXISTS agent_steps (
+  run_id TEXT NOT NULL, step INTEGER NOT NULL, layer TEXT NOT NULL, record TEXT NOT NULL,
+  PRIMARY KEY (run_id, step));
+CREATE TABLE IF NOT EXISTS agent_journal (
+  run_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, created REAL NOT NULL,
+  PRIMARY KEY (run_id, key));
+"""
+
+
+class TraceStore:
+    """Thread-safe; each write commits at once (a kill loses at most the write in flight)."""
+
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path is not None else trace_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
+        with self._lock:
+            self._db.execute(sql, params)
+            self._db.commit()
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    # runs
+    def create_run(self, run_id: str, task: str, target: str, proposer: str, options: dict[str, Any]) -> None:
+        self._write("INSERT INTO agent_runs VALUES (?,?,?,?,?,?,?,NULL)",
+                    (run_id, task, target, proposer, json.dumps(options), time.time(), "running"))
+
+    def get_run(self, run_id: str) -> dict[str, Any]:
+        rows = self._read("SELECT run_id, task, target, proposer, options, created, status, final "
+                          "FROM agent_runs WHERE run_id=?", (run_id,))
+        if not rows:
+            raise UnknownRunError(f"no LEKA run {run_id!r} in {self.path}; `leka trace --list` shows runs")
+        r = rows[0]
+        return {"run_id": r[0], "task": r[1], "target": r[2], "proposer": r[3], "options": json.loads(r[4]),
+                "created": r[5], "status": r[6], "final": json.loads(r[7]) if r[7] else None}
+
+    def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
+        rows = self._read("SELECT run_id FROM agent_runs ORDER BY created DESC LIMIT ?", (limit,))
+        return [self.get_run(r[0]) for r in rows]
+
+    def set_status(self, run_id: str, status: str, final: dict[str, Any] | None = None) -> None:
+        if final is None:
+            self._write("UPDATE agent_runs SET status=? WHERE run_id=?", (status, run_id))
+        else:
+            self._write("UPDATE agent_runs SET status=?, final=? WHERE run_id=?",
+                        (status, json.dumps(final), run_id))
+
+    # steps
+    def put_steps(self, run_id: str, steps: Iterable[dict[str, Any]]) -> None:
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO agent_steps VALUES (?,?,?,?)",
+                                 [(run_id, s["step"], s["layer"], json.dumps(s)) for s in steps])
+            self._db.commit()
+
+    def steps(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._read("SELECT record FROM agent_steps WHERE run_id=? ORDER BY step", (run_id,))
+        return [json.loads(r[0]) for r in rows]
+
+    # journal (the agent.context.Journal protocol)
+    def journal_get(self, run_id: str, key: str) -> Any | None:
+        rows = self._read("SELECT value FROM agent_journal WHERE run_id=? AND key=?", (run_id, key))
+        return json.loads(rows[0][0]) if rows else None
+
+    def journal_put(self, run_id: str, key: str, value: Any) -> None:
+        self._write("INSERT OR REPLACE INTO agent_journal VALUES (?,?,?,?)",
+                    (run_id, key, json.dumps(value), time.time()))
+
+    def journal_keys(self, run_id: str) -> list[str]:
+        return [r[0] for r in self._read("SELECT key FROM agent_journal WHERE run_id=? ORDER BY created",
+                                         (run_id,))]
+
+
+def contributions(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Attribute the speedup to the accepted decisions: each bought best_after/best_before, by layer."""
+    path: list[dict[str, Any]] = []
+    by_layer = {name: 1.0 for name in LAYERS}
+    for s in steps:
+        idx = s.get("accepted")
+        if idx is None:
+            continue
+        cand = s["candidates"][idx]
+        # From "no runnable kernel yet" (best_before 0), the first kernel bought its speedup over the baseline.
+        ratio = s["best_after"] / (s.get("best_before") or 1.0)
+        by_layer[s["layer"]] *= ratio
+        path.append({"step": s["step"], "layer": s["layer"], "summary": cand.get("summary", ""),
+                     "rationale": cand.get("rationale", ""), "prompt_hash": cand.get("prompt_hash"),
+                     "speedup_before": s["best_before"], "speedup_after": s["best_after"], "ratio": ratio,
+                     "candidate_ms": cand.get("candidate_ms")})
+    total = math.prod(by_layer.values())
+    return {"path": path, "by_layer": by_layer, "total": total}

@@ -1,0 +1,99 @@
+"""`leka tune TASK_ID`: optimise one task with LEKA (the layered agent) and print the final record."""
+from __future__ import annotations
+
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "tune", help="optimise one task with the LEKA agent (algorithm -> schedule -> memory layers)",
+        description="Run LEKA on TASK_ID: per layer, k proposals are validated, compiled, verified and timed in "
+                    "isolated workers; the graph retries, advances, backtracks or stops by the results and the "
+                    "budget; the best verified candidate is re-measured against tvm-naive in a fresh worker. "
+                    "Without --llm the embedded offline proposer runs (no model, no network).",
+        epilog="Runs are checkpointed in .leka/ (or $LEKA_HOME): after a kill, `leka tune --resume RUN` continues "
+               "from the last completed step. `leka trace RUN` shows the optimisation path.")
+    p.add_argument("task", nargs="?", help="task id (omit with --resume)")
+    p.add_argument("--target", default="host-cpu", help="preset name or TVM target dict as JSON (default host-cpu)")
+    p.add_argument("--llm", metavar="PROVIDER:MODEL",
+                   help="model proposer: openai:MODEL, anthropic:MODEL, compat:MODEL (with --base-url), replay:PATH")
+    p.add_argument("--base-url", help="OpenAI-compatible server URL for compat:MODEL (vLLM, Ollama, llama.cpp)")
+    p.add_argument("--budget", help="limits, e.g. calls=20,tokens=200000,usd=2,compiles=200,measurements=64,minutes=10")
+    p.add_argument("-k", type=int, default=2, help="proposals per step (default 2)")
+    p.add_argument("--plateau", type=float, default=3.0, metavar="PCT",
+                   help="a step gaining less than PCT %% is a stall (default 3)")
+    p.add_argument("--plateau-steps", type=int, default=2, help="stalls in a row before advancing (default 2)")
+    p.add_argument("--max-retries", type=int, default=2, help="failing steps in a row before a layer is given up")
+    p.add_argument("--max-steps", type=int, default=24, help="hard cap on steps (default 24)")
+    p.add_argument("--trials", type=int, default=5, help="correctness trials per candidate (default 5)")
+    p.add_argument("--tasks", action="append", default=[], metavar="PATH", help="extra user task file/folder")
+    p.add_argument("--resume", metavar="RUN", help="continue run RUN from its last checkpoint")
+    p.add_argument("--json", action="store_true", help="print the final record as JSON on stdout")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=run)
+
+
+def _options(args):
+    from leka.agent.session import TuneOptions
+    from leka.agent.state import Policy
+    from leka.errors import LekaError
+
+    if not args.task:
+        raise LekaError("give a TASK_ID, or --resume RUN")
+    for name, value, low in (("-k", args.k, 1), ("--plateau-steps", args.plateau_steps, 1),
+                             ("--max-retries", args.max_retries, 0), ("--max-steps", args.max_steps, 1),
+                             ("--trials", args.trials, 1)):
+        if value < low:
+            raise LekaError(f"{name} must be >= {low}")
+    if args.plateau < 0:
+        raise LekaError("--plateau must be >= 0")
+    policy = Policy(k=args.k, plateau_pct=args.plateau, plateau_steps=args.plateau_steps,
+                    max_retries=args.max_retries, max_steps=args.max_steps)
+    return TuneOptions(task_id=args.task, target=args.target, llm=args.llm, base_url=args.base_url,
+                       budget=args.budget, policy=policy, trials=args.trials, tasks_paths=list(args.tasks))
+
+
+def run(args) -> int:
+    from leka.agent.progress import LineProgress, LiveProgress, NoProgress
+    from leka.agent.session import tune
+    from leka.budget import Budget
+    from leka.errors import LekaError
+
+    if args.resume and args.task:
+        raise LekaError("--resume RUN continues a run with its own task and options; drop TASK_ID")
+    opts = None if args.resume else _options(args)
+    if opts is not None:
+        Budget.parse(opts.budget)  # a bad --budget fails before anything starts
+
+    def progress(title: str):
+        if args.quiet:
+            return NoProgress()
+        return LiveProgress(title) if sys.stderr.isatty() and not args.json else LineProgress(title)
+
+    def on_start(run_id: str, label: str) -> None:
+        print(f"leka tune: run {run_id}, proposer {label}", file=sys.stderr, flush=True)
+
+    final = tune(opts, resume=args.resume, progress=progress, on_start=on_start)
+    if args.json:
+        out = {k: v for k, v in final.items() if k not in ("best_ir", "eval")}
+        print(json.dumps(out, indent=2, default=str))
+    else:
+        _print_human(final)
+    return 0 if final.get("correct") else 1
+
+
+def _print_human(f: dict) -> None:
+    sp = f.get("speedup")
+    print(f"run {f['run_id']}  task {f['task']}  target {f['target']}  proposer {f.get('proposer_label')}")
+    if f.get("correct"):
+        print(f"best: correct, {sp:.2f}x vs {f['baseline']} ({f['candidate_ms']:.4g} ms vs {f['baseline_ms']:.4g} ms,"
+              f" re-measured in a fresh worker; search saw {f['search_speedup']:.2f}x)")
+    else:
+        print(f"best: NOT verified in the fresh worker: {f.get('failure')}: {f.get('error')}")
+    contrib = f.get("contributions", {}).get("by_layer", {})
+    print("layers: " + "  ".join(f"{k} {v:.2f}x" for k, v in contrib.items()))
+    spent = {k: v for k, v in (f.get("budget_spent") or {}).items() if v}
+    print(f"steps {f['steps']}, evaluations {f['evaluations']}, stop: {f.get('stop_reason')}, "
+          f"budget spent: {', '.join(f'{k}={v:.3g}' for k, v in spent.items()) or '-'}")
+    print(f"path: leka trace {f['run_id']}")

@@ -1,0 +1,119 @@
+"""`leka bench run --method leka`: one LEKA agent run per attempt, as a bench method.
+
+Options (from `leka bench run`): llm, base_url (proposer; default the offline rules), k, plateau_pct,
+plateau_steps, max_retries, max_steps, agent_budget (a Budget spec applied to each attempt on top of
+the run's shared budget), baseline. The agent's run id is derived from the bench run, task and attempt,
+so re-running a killed bench resumes the unfinished agent run instead of starting over.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import MethodContext, Sample, register_method
+
+
+class _BothBudgets:
+    """Charges go to the bench run's shared budget and to this attempt's own limits; either may refuse."""
+
+    def __init__(self, shared: Any, own: Any):
+        self.shared, self.own = shared, own
+        self.limits = own.limits
+
+    def can_afford(self, kind: str, amount: float = 1) -> bool:
+        return self.own.can_afford(kind, amount) and (self.shared is None or self.shared.can_afford(kind, amount))
+
+    def charge(self, kind: str, amount: float = 1) -> None:
+        self.own.charge(kind, amount)
+        if self.shared is not None:
+            self.shared.charge(kind, amount)
+
+    def settle(self, kind: str, amount: float) -> None:
+        self.own.settle(kind, amount)
+        if self.shared is not None:
+            self.shared.settle(kind, amount)
+
+    def check_time(self) -> None:
+        self.own.check_time()
+        if self.shared is not None:
+            self.shared.check_time()
+
+    def spent(self) -> dict[str, Any]:
+        return self.own.spent()
+
+
+class LekaMethod:
+    name = "leka"
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        from leka.agent.state import Policy
+        from leka.errors import LekaError
+
+        known = {"llm", "base_url", "agent_budget", "baseline", *Policy.__dataclass_fields__}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise LekaError(f"method leka: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        self.options = options
+        self.policy = Policy.from_json({k: options[k] for k in Policy.__dataclass_fields__ if k in options})
+        self._proposer: Any = None
+
+    @property
+    def is_llm(self) -> bool:
+        return bool(self.options.get("llm"))
+
+    def run(self, task: Any, target: Any, ctx: MethodContext) -> list[Sample]:
+        from leka.agent.session import (build_context, evaluate_fn, fresh_worker_fn, make_proposer,
+                                        proposer_label)
+        from leka.agent.progress import NoProgress
+        from leka.agent.run import drive
+        from leka.agent.trace import TraceStore, UnknownRunError
+        from leka.budget import Budget
+
+        budget = ctx.budget
+        if self.options.get("agent_budget"):
+            budget = _BothBudgets(ctx.budget, Budget.parse(self.options["agent_budget"]))
+        if self._proposer is None:
+            self._proposer = make_proposer(self.options.get("llm"), self.options.get("base_url"), ctx.budget)
+        baseline = self.options.get("baseline", "tvm-naive")
+        run_id = f"{ctx.run_id}.{task.id}.{ctx.sample_idx}"
+        store = TraceStore()
+        try:
+            try:
+                store.get_run(run_id)  # an earlier (maybe killed) attempt: resume it, or reuse its result
+                resume = True
+            except UnknownRunError:
+                resume = False
+            agent_ctx = build_context(run_id, task, target, self._proposer,
+                                      evaluate_fn(ctx.evaluator, task, baseline),
+                                      fresh_worker_fn(target, ctx.evaluator.config, task, baseline), budget, store)
+            ctx.say(f"leka: {task.id} run {run_id} ({proposer_label(self._proposer)})")
+            final = drive(agent_ctx, store, policy=self.policy, resume=resume, progress=NoProgress(),
+                          options={"bench_run": ctx.run_id, "method_options": self.options},
+                          restore_budget=False)
+            steps = store.steps(run_id)
+        finally:
+            store.close()
+        samples = [Sample(result=_as_result(c, task, target, baseline), method=self.name,
+                          candidate_hash=c.get("source_hash"), proposer=c.get("proposer"),
+                          budget_spent=s.get("budget_spent", {}), meta={"agent_run": run_id, "step": s["step"],
+                                                                       "layer": s["layer"],
+                                                                       "summary": c.get("summary")})
+                   for s in steps for c in s.get("candidates", []) if c.get("valid") and c.get("failure") != "budget"]
+        final_meta = {"agent_run": run_id, "search_speedup": final.get("search_speedup"),
+                      "contributions": final.get("contributions", {}).get("by_layer"),
+                      "stop_reason": final.get("stop_reason"), "steps": final.get("steps"),
+                      "best_layer": final.get("best_layer")}
+        samples.append(Sample(result=dict(final.get("eval") or {}), method=self.name,
+                              candidate_hash=final.get("source_hash"), proposer=final.get("proposer"),
+                              budget_spent=final.get("budget_spent", {}), meta=final_meta))
+        return samples
+
+
+def _as_result(cand: dict[str, Any], task: Any, target: Any, baseline: str) -> dict[str, Any]:
+    """An intermediate candidate as an EvalResult-shaped record (the trace keeps the essentials)."""
+    return {"task": task.id, "target": getattr(target, "name", str(target)), "compiled": cand.get("compiled"),
+            "correct": cand.get("correct"), "failure": cand.get("failure"), "error": cand.get("error"),
+            "speedup": cand.get("speedup"), "candidate_ms": cand.get("candidate_ms"),
+            "baseline_ms": cand.get("baseline_ms"), "baseline": baseline, "candidate_hash": cand.get("source_hash")}
+
+
+register_method(LekaMethod.name, LekaMethod)
