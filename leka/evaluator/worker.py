@@ -7,6 +7,7 @@ Requests and replies are plain dicts sent over a multiprocessing Pipe.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
@@ -140,6 +141,29 @@ def _run_trials(loaded: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "trials": results}
 
 
+@contextlib.contextmanager
+def _timing_priority(nice: int = -10):
+    """Raise the scheduling priority of every thread of this worker (TVM's thread pool included) while
+    timing, so that background work on a shared machine preempts the timed kernel less. Needs root or
+    CAP_SYS_NICE; without it timing proceeds at normal priority. Nice values are per thread on Linux."""
+    tids = [int(t) for t in os.listdir("/proc/self/task")] if os.path.isdir("/proc/self/task") else [0]
+    old = {}
+    for tid in tids:
+        try:
+            old[tid] = os.getpriority(os.PRIO_PROCESS, tid)
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+        except OSError:
+            pass
+    try:
+        yield
+    finally:
+        for tid, prio in old.items():
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, prio)
+            except OSError:
+                pass
+
+
 def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     from leka.evaluator.timing import alternate
 
@@ -149,7 +173,8 @@ def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     rng = np.random.default_rng(1)
     for side in (cand, base):
         side.exec.upload(list(trial) + [_fill(s, "nan", rng) for s in outs_spec])
-    c_times, b_times = alternate(cand.exec, base.exec, **cfg)
+    with _timing_priority():
+        c_times, b_times = alternate(cand.exec, base.exec, **cfg)
     # Re-read the candidate's outputs after the timing loop: a kernel that drifts is caught by the parent.
     after = cand.exec.download()[len(trial):]
     return {"ok": True, "candidate_s": c_times, "baseline_s": b_times, "outputs_after": after}
