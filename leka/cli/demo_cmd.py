@@ -11,6 +11,10 @@ def register(sub) -> None:
                                    "correctness against the NumPy reference and speedup vs tvm-naive.")
     p.add_argument("--examples", default=str(Path(__file__).resolve().parents[2] / "examples"),
                    help="folder of example candidates (default: the repository's examples/)")
+    p.add_argument("--tune", default="ex-matmul-256", metavar="TASK",
+                   help="task the LEKA agent optimises after the examples (default ex-matmul-256; '' to skip)")
+    p.add_argument("--budget", default="compiles=10,measurements=10,minutes=5",
+                   help="budget of that agent run (default compiles=10,measurements=10,minutes=5)")
     p.set_defaults(func=run)
 
 
@@ -53,4 +57,25 @@ def run(args) -> int:
                               f"{r.speedup:.2f}×" if r.speedup else "-", fmt(r.compile_s, 2))
     console.print(table)
     console.print("build_only = compiled here (CUDA source / cross target); run it on the device: docs/cuda.md")
+    if args.tune:
+        failed += _tune(console, args.tune, args.budget)
     return 1 if failed else 0
+
+
+def _tune(console, task_id: str, budget: str) -> int:
+    """The agent on one task, then its optimisation path, as a user would run them."""
+    import json
+    import subprocess
+    import sys
+
+    console.print(f"\n[bold]LEKA agent[/] on {task_id} (host-cpu, offline proposer, budget {budget})")
+    cmd = [sys.executable, "-m", "leka.cli.main", "tune", task_id, "--target", "host-cpu", "--budget", budget]
+    r = subprocess.run(cmd + ["--json"], text=True, stdout=subprocess.PIPE)
+    if r.returncode != 0:
+        console.print(f"[red]leka tune failed[/] (exit {r.returncode})")
+        return 1
+    rec = json.loads(r.stdout)
+    run_id = rec.get("run_id")
+    console.print(f"  run {run_id}: correct={rec.get('correct')} speedup={rec.get('speedup')} "
+                  f"vs {rec.get('baseline')} (proposer: {rec.get('proposer')})")
+    return subprocess.run([sys.executable, "-m", "leka.cli.main", "trace", str(run_id)]).returncode != 0
