@@ -14,6 +14,3 @@ from .trace import TraceStore, contributions
 
 __all__ = ["AgentContext", "AgentState", "LAYERS", "Policy", "TraceStore", "build_graph", "contributions", "decide",
            "drive", "new_run_id"]
-
-# leka.methods loads this package to find the "leka" bench method; registering it here keeps one path.
-from leka.methods import leka_method as _leka_method  # noqa: E402,F401

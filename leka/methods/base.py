@@ -66,7 +66,7 @@ class Method(Protocol):
 _REGISTRY: dict[str, Callable[[dict[str, Any]], Method]] = {}
 # Modules that register methods when imported: the built-ins, then optional providers (the agent).
 _BUILTIN_PROVIDERS = ("leka.methods.tvm_naive", "leka.methods.tvm_dlight", "leka.methods.onnxruntime_method")
-_OPTIONAL_PROVIDERS = ("leka.agent",)
+_OPTIONAL_PROVIDERS = ("leka.methods.leka_method",)
 _UNAVAILABLE: dict[str, str] = {}  # optional provider -> why it could not be imported
 _loaded = False
 
