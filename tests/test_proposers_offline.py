@@ -123,13 +123,143 @@ def _scan_task():
 
 
 def test_scan_blocks_are_left_serial():
-    """TVM refuses parallel/vectorize on blocks with scan iterators: the rules offer nothing, not errors."""
+    """TVM refuses parallel/vectorize on blocks with scan iterators: the schedule rules only unroll the
+    recurrence (no parallel/vectorize step), and TVM's refusal reads as one line."""
     task = _scan_task()
     props = OfflineProposer().propose(ProposalRequest("schedule", CandidateIR.initial(task), task, "host-cpu",
                                                       [], 4))
-    assert props == []
+    assert [p.meta["rule"] for p in props] == ["cpu.scan_unroll", "cpu.scan_unroll"]
+    assert all(s.op in ("split", "unroll") for p in props for s in p.ir.schedule.steps)
     ir = CandidateIR.initial(task).with_layer("schedule", [{"op": "parallel", "loop": "step.c"}])
     assert ir.validate("host-cpu") == [
         "schedule step 0 parallel(step.c): The queried subtree root in SRef tree does not have compact dataflow, "
         "because some of its child block on SRef tree is neither a local complete block nor a local reduction "
         "block."]
+
+
+# ---- algorithm layer -----------------------------------------------------------------------------
+
+def _alg(task, k=4, history=()):
+    return OfflineProposer().propose(ProposalRequest("algorithm", CandidateIR.initial(task), task, "host-cpu",
+                                                     list(history), k))
+
+
+def _rowsum_task():
+    """Few outputs, long reduction: the split-K case."""
+    from tvm import te
+
+    from leka.tasks import ArgSpec, Task
+
+    def build():
+        x = te.placeholder((4, 8192), "float32", name="X")
+        k = te.reduce_axis((0, 8192), name="k")
+        y = te.compute((4,), lambda i: te.sum(x[i, k] * x[i, k], axis=k), name="Y")
+        return te.create_prim_func([x, y])
+
+    return Task(id="t-rowsumsq", pattern="row_sum_squares", level=1, domain="test",
+                args=(ArgSpec("X", (4, 8192), "float32"), ArgSpec("Y", (4,), "float32", "output")),
+                build=build, reference=lambda x: (x.astype("float64") ** 2).sum(axis=1).astype("float32"),
+                flops=2 * 4 * 8192, bytes=4 * 4 * 8192)
+
+
+def _verify(task, ir):
+    from leka.evaluator import EvalConfig, Evaluator
+
+    with Evaluator("host-cpu", EvalConfig(trials=2, measure=False)) as ev:
+        res = ev.evaluate(task, ir.to_tvmscript("host-cpu")).to_json()
+    assert res["compiled"] and res["correct"], res["error"]
+
+
+ALG_CASES = [("alg.fuse_elementwise", lambda: get_task("ex-softmax-512x384")),
+             ("alg.split_k", _rowsum_task), ("alg.scan_lanes", _scan_task)]
+
+
+@pytest.mark.parametrize("rule,make", ALG_CASES, ids=[c[0] for c in ALG_CASES])
+def test_algorithm_rule_applies_verifies_and_is_deterministic(rule, make):
+    task = make()
+    props = [p for p in _alg(task) if p.meta["rule"] == rule]
+    assert props, f"{rule} did not apply"
+    again = [p for p in _alg(task) if p.meta["rule"] == rule]
+    assert [p.ir.to_json() for p in props] == [p.ir.to_json() for p in again]
+    first = props[0].ir
+    assert first.algorithm.kind == "tvmscript" and first.algorithm.is_trusted and not first.schedule.steps
+    _verify(task, first)
+    # the schedule rules still apply on top of the rewritten algorithm (stable block names)
+    sched = OfflineProposer().propose(ProposalRequest("schedule", first, task, "host-cpu", [], 2))
+    assert sched and all(p.ir.algorithm == first.algorithm and p.ir.schedule.steps for p in sched)
+    _verify(task, sched[0].ir)
+
+
+def test_fusion_removes_the_intermediate_buffer():
+    task = get_task("ex-softmax-512x384")
+    ir = next(p.ir for p in _alg(task) if p.meta["rule"] == "alg.fuse_elementwise")
+    before = CandidateIR.initial(task).apply().block_names()
+    after = ir.apply().block_names()
+    assert set(after) < set(before) and "exp" in ir.algorithm.note
+
+
+def test_split_k_creates_parallel_partial_sums():
+    task = _rowsum_task()
+    ir = next(p.ir for p in _alg(task) if p.meta["rule"] == "alg.split_k")
+    assert ir.apply().block_names() == ["Y_rf", "Y"]
+    sched = OfflineProposer().propose(ProposalRequest("schedule", ir, task, "host-cpu", [], 4))
+    assert any(s.op == "parallel" and s.args["loop"].startswith("Y_rf.") for p in sched for s in p.ir.schedule.steps)
+
+
+def test_scan_lanes_makes_lanes_parallel():
+    task = _scan_task()
+    ir = next(p.ir for p in _alg(task) if p.meta["rule"] == "alg.scan_lanes")
+    assert ir.apply().block_names() == ["step_o"]
+    par = ir.with_layer("schedule", [{"op": "parallel", "loop": "step_o.c"}])
+    assert par.validate("host-cpu") == []
+    _verify(task, par)
+
+
+def test_algorithm_feedback_skips_tried_and_failed():
+    task = get_task("ex-dwconv3x3-kws")
+    first = _alg(task)
+    assert first
+    hist = [{"layer": "algorithm", "summary": p.ir.summary(), "compiled": True, "correct": True, "failure": None,
+             "error": None, "speedup": 1.1, "candidate_ms": 1.0} for p in first]
+    assert _alg(task, history=hist) == []
+
+
+def test_small_kernels_put_serial_variants_first():
+    """Once the naive time is measured as a few microseconds, proposals without a parallel loop lead."""
+    task = get_task("ex-dwconv3x3-kws")
+    first = _propose("ex-dwconv3x3-kws", k=1)
+    hist = [{"layer": "schedule", "summary": first[0].ir.summary(), "compiled": True, "correct": True,
+             "failure": None, "error": None, "speedup": 0.5, "candidate_ms": 0.01}]
+    nxt = OfflineProposer().propose(ProposalRequest("schedule", CandidateIR.initial(task), task, "host-cpu", hist, 2))
+    assert nxt and not any(s.op == "parallel" for s in nxt[0].ir.schedule.steps)
+
+
+def test_short_reduction_and_unroll_variants_verify():
+    """cpu.short_reduction (reduce loops outside a vectorised spatial loop) and the unroll-only variant
+    of cpu.parallel_vectorize apply to a small batched matmul and stay correct."""
+    task = get_task("l1-batched_small_matmul-1024x4x4")
+    props = _propose(task.id, k=20)
+    by_rule = {}
+    for p in props:
+        by_rule.setdefault((p.meta["rule"], p.meta["knobs"].get("vector")), p.ir)
+    short = by_rule.get(("cpu.short_reduction", None))
+    unroll = by_rule.get(("cpu.parallel_vectorize", "unroll"))
+    assert short is not None and unroll is not None
+    assert [s.op for s in short.schedule.steps][:3] == ["reorder", "unroll", "vectorize"]
+    assert any(s.op == "unroll" for s in unroll.schedule.steps)
+    for ir in (short, unroll):
+        _verify(task, ir)
+
+
+def test_primitives_that_only_lost_go_last():
+    """When every measured candidate using vectorize lost (a narrow-integer kernel LLVM already
+    vectorises), one proposal still refines the best (its nearest neighbour); the next ones come
+    without the losing primitives."""
+    task_id = "l1-avgpool2d-24x24x64-i8"
+    first = _propose(task_id, k=3)
+    assert all(any(s.op == "vectorize" for s in p.ir.schedule.steps) for p in first)
+    hist = [{"layer": "schedule", "summary": p.ir.summary(), "compiled": True, "correct": True, "failure": None,
+             "error": None, "speedup": 0.2, "candidate_ms": 0.007} for p in first]
+    nxt = _propose(task_id, history=hist, k=2)
+    assert len(nxt) == 2 and nxt[0].meta["rule"] == first[0].meta["rule"]  # k=2: one refinement
+    assert not any(s.op in ("vectorize", "parallel") for s in nxt[1].ir.schedule.steps)

@@ -10,12 +10,16 @@ from leka.ir import CandidateIR
 from leka.targets import get_target
 
 from ..base import Proposal, ProposalRequest
+from .algorithm import ALGORITHM_RULES
 from .context import RuleContext
 from .rules import RULES
 
 NAME = "leka-offline-rules"
 _ORIGIN = re.compile(r"origin: (\S+) knobs=(\{.*\})")
 _HASH = re.compile(r"ir hash: ([0-9a-f]+)")
+# Measured naive time below which a parallel loop is not tried first: thread wake-up and joining cost
+# several microseconds per call, and earlier runs lost to the naive lowering up to ~50 us kernels.
+SMALL_KERNEL_MS = 0.08
 
 
 def _origin(entry: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -39,15 +43,55 @@ def _distance(a: dict[str, Any], b: dict[str, Any]) -> float:
     return d
 
 
+def _naive_ms(history: list[dict[str, Any]]) -> float | None:
+    """The naive lowering's time as the evaluator measured it next to the candidates (median)."""
+    times = sorted(e["candidate_ms"] * e["speedup"] for e in history
+                   if e.get("correct") and e.get("speedup") and e.get("candidate_ms"))
+    return times[len(times) // 2] if times else None
+
+
+_FEATURES = ("parallel", "vectorize", "compute_inline", "unroll", "rfactor", "cache_write")
+_STEP_OP = re.compile(r"^\s+\d+: (\w+)\(", re.M)
+
+
+def _features(summary: str) -> set[str]:
+    """The telling primitives among a candidate's schedule/memory steps (read from its summary)."""
+    return set(_STEP_OP.findall(summary)) & set(_FEATURES)
+
+
+def _losing_features(history: list[dict[str, Any]]) -> set[str]:
+    """Primitives present only in measured candidates that lost to the naive lowering (none won)."""
+    measured = [(e, _features(e.get("summary") or "")) for e in history if e.get("correct") and e.get("speedup")]
+    return {f for f in _FEATURES if any(f in fs for _, fs in measured)
+            and all(e["speedup"] < 1.0 for e, fs in measured if f in fs)}
+
+
+def _ops(ir: CandidateIR) -> set[str]:
+    return {st.op for st in ir.schedule.steps + ir.memory.steps}
+
+
+def _has_parallel(ir: CandidateIR) -> bool:
+    return any(s.op == "parallel" for s in ir.schedule.steps)
+
+
+def order_score(ir: CandidateIR, rules: list[Any]) -> float:
+    """Rule preference order (x100) plus the variant's index within the rule (knob order)."""
+    names = [r.NAME for r in rules]
+    rule = ir.notes.get("rule")
+    return 100.0 * (names.index(rule) if rule in names else len(names)) + ir.notes.get("variant", 0)
+
+
 class OfflineProposer:
     name = NAME
     is_llm = False
 
     def propose(self, req: ProposalRequest) -> list[Proposal]:
-        if req.layer == "algorithm":
-            return []  # no built-in algorithm rewrites yet: this layer is the LLM proposer's
         preset = get_target(req.target)
+        if req.layer == "algorithm" and not req.ir.algorithm.is_trusted:
+            return []  # a model's rewrite is parsed only in a worker; the offline rules build on trusted text
         ctx = RuleContext.build(req.task, req.ir, preset, req.history)
+        if req.layer == "algorithm":
+            return self._propose_algorithm(req, ctx)
         tried = {(r, json.dumps(k, sort_keys=True)) for r, k in map(_origin, req.history) if r}
         tried_hashes = {m.group(1) for e in req.history for m in [_HASH.search(e.get("summary") or "")] if m}
         failed = {r for e in req.history for r, _ in [_origin(e)]
@@ -70,20 +114,45 @@ class OfflineProposer:
                     continue
                 # Rules in preference order, variants in their order; once a measurement exists,
                 # variants of the best rule close to its knobs go first.
+                ir = ir.with_notes(variant=n)
                 score = order * 100 + n
                 if best_rule == rule.NAME:
                     score = _distance(ir.notes.get("knobs", {}), best_knobs)
                 cands.append((score, len(cands), ir))
-        cands.sort(key=lambda c: (c[0], c[1]))
-        ordered = [ir for _, _, ir in cands]
+        naive_ms = _naive_ms(req.history)
+        small = naive_ms is not None and naive_ms < SMALL_KERNEL_MS
+
+        def ranked(scored):
+            if small:  # a kernel of a few microseconds: threads cost more than they share, serial first
+                scored = [(sc + (1000 if _has_parallel(ir) else 0), i, ir) for sc, i, ir in scored]
+            return [ir for _, _, ir in sorted(scored, key=lambda c: (c[0], c[1]))]
+
+        ordered = ranked(cands)
+        if best is not None and best["speedup"] <= 1.0:
+            # nothing beat the naive lowering yet: up to k - 1 (at most 2) proposals refine the best (its
+            # nearest neighbours, above: a tile one step off often turns a loss into a win); the others
+            # go back to rule order, most unlike the best first, and leave last the primitives that
+            # appeared only in losing measurements
+            rules = RULES.get(preset.family, [])
+            losing = _losing_features(req.history)
+            contrast = ranked([(order_score(ir, rules) - min(99.0, 5 * _distance(ir.notes.get("knobs", {}), best_knobs))
+                                + 1000 * len(losing & _ops(ir)), i, ir) for i, (_, _, ir) in enumerate(cands)])
+            refine = ordered[:max(1, min(2, req.k - 1))]
+            ordered = refine + [ir for ir in contrast if all(ir is not r for r in refine)]
         if not req.history:
             # no feedback yet: spread the first proposals over the rules (each rule's first variant),
-            # then the remaining variants in order
+            # then the remaining variants in order; keep one serial variant among the first k (on small
+            # kernels thread start-up loses, and the cost is unknown until measured)
             firsts, rest, rules_seen = [], [], set()
             for ir in ordered:
                 (rest if ir.notes["rule"] in rules_seen else firsts).append(ir)
                 rules_seen.add(ir.notes["rule"])
             ordered = firsts + rest
+            if req.k >= 2 and all(_has_parallel(ir) for ir in ordered[:req.k - 1]):
+                serial = next((ir for ir in ordered[req.k - 1:] if not _has_parallel(ir)), None)
+                if serial is not None:
+                    ordered.remove(serial)
+                    ordered.insert(req.k - 1, serial)
         out: list[Proposal] = []
         seen: set[str] = set()
         for ir in ordered:
@@ -96,4 +165,24 @@ class OfflineProposer:
             out.append(Proposal(req.layer, ir, f"{rule} with {json.dumps(knobs)}",
                                 {"proposer": NAME, "rule": rule, "knobs": knobs, "cached": False,
                                  "replayed": False}))
+        return out
+
+    def _propose_algorithm(self, req: ProposalRequest, ctx: RuleContext) -> list[Proposal]:
+        """Algorithm rewrites in rule order, skipping those already measured (by origin or IR hash)
+        and, once one failed, that rule's other variants."""
+        tried = {(r, json.dumps(k, sort_keys=True)) for r, k in map(_origin, req.history) if r}
+        tried_hashes = {m.group(1) for e in req.history for m in [_HASH.search(e.get("summary") or "")] if m}
+        failed = {r for e in req.history for r, _ in [_origin(e)] if r and (not e.get("compiled") or not e.get("correct"))}
+        out: list[Proposal] = []
+        for rule in ALGORITHM_RULES:
+            if rule.NAME in failed:
+                continue
+            for ir in rule.apply(ctx) or []:
+                knobs = ir.notes.get("knobs", {})
+                if len(out) >= req.k or (rule.NAME, json.dumps(knobs, sort_keys=True)) in tried \
+                        or ir.hash() in tried_hashes:
+                    continue
+                out.append(Proposal("algorithm", ir, f"{rule.NAME}: {ir.algorithm.note}",
+                                    {"proposer": NAME, "rule": rule.NAME, "knobs": knobs, "cached": False,
+                                     "replayed": False}))
         return out

@@ -64,12 +64,28 @@ def vectorize_inner(sk: Sketch, loop: str, lanes: int, max_whole: int = 64) -> s
     return None
 
 
+def body_iterations(stmt: Any) -> int:
+    """Loop iterations inside a block body (1 for a plain statement): a block holding a whole serial
+    recurrence (scan lanes) does far more work per instance than its own loop nest shows."""
+    kind = type(stmt).__name__
+    if kind == "For":
+        return int(stmt.extent) * body_iterations(stmt.body) if hasattr(stmt.extent, "value") else 1
+    if kind == "SeqStmt":
+        return max(1, sum(body_iterations(s) for s in stmt.seq))
+    if kind == "SBlockRealize":
+        return body_iterations(stmt.block.body)
+    if hasattr(stmt, "body") and not isinstance(stmt.body, (int, float)):
+        return body_iterations(stmt.body)
+    return 1
+
+
 def parallel_outer(sk: Sketch, loops: list[str], cores: int, min_work: int = MIN_PARALLEL_WORK) -> str | None:
     """Fuse outer loops until there is enough parallel work (>= 4 x cores iterations), then parallel."""
     if not loops:
         return None
-    total = 1
-    for lp in sk.loops(sk.live_block_of(loops[0])):
+    block = sk.live_block_of(loops[0])
+    total = body_iterations(sk.live.sch.get(sk.live.block(block)).body)
+    for lp in sk.loops(block):
         total *= sk.extent(lp)
     if total < min_work:  # thread start-up (~10 us) costs more than the loop itself
         return None
@@ -79,6 +95,8 @@ def parallel_outer(sk: Sketch, loops: list[str], cores: int, min_work: int = MIN
         work *= sk.extent(lp)
         if work >= 4 * cores:
             break
+    if work < 2:
+        return None  # one lane: nothing to share between threads
     fused = sk.do("fuse", loops=take)[0] if len(take) > 1 else take[0]
     sk.do("parallel", loop=fused)
     return fused
@@ -96,6 +114,19 @@ def schedule_spatial(sk: Sketch, b: BlockInfo, lanes: int, cores: int, outer_don
     if vector == "none":
         if parallel and outer_done == 0:
             parallel_outer(sk, loops[:-1] or loops, cores, min_work)
+        return
+    if vector == "unroll":
+        # unroll-only: a short inner loop of gathers/branches is unrolled whole (LLVM then schedules the
+        # loads of neighbouring iterations together); a long one by chunks of 8
+        inner = loops[-1]
+        ext = sk.extent(inner)
+        if ext > 16:
+            if ext % 8:
+                return
+            inner = sk.do("split", loop=inner, factors=[None, 8])[1]
+        sk.do("unroll", loop=inner)
+        if parallel and outer_done == 0 and len(loops) > 1:
+            parallel_outer(sk, loops[:-1], cores, min_work)
         return
     gather = vector == "gather"
     contiguous = b.inner_contiguous
@@ -117,10 +148,20 @@ def schedule_spatial(sk: Sketch, b: BlockInfo, lanes: int, cores: int, outer_don
 
 
 def schedule_row_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, rfactor: bool,
-                           outer_done: int = 0, parallel: bool = True, min_work: int = MIN_PARALLEL_WORK) -> None:
+                           outer_done: int = 0, parallel: bool = True, min_work: int = MIN_PARALLEL_WORK,
+                           unroll: bool = False) -> None:
     """Reduction with the reduce loops innermost (rows, dots): parallel rows; optionally vectorise the
-    dot through rfactor (a lanes-wide partial-sum buffer whose lanes are contiguous)."""
+    dot through rfactor (a lanes-wide partial-sum buffer whose lanes are contiguous), or unroll a short
+    innermost reduce loop (unroll=True)."""
     loops = sk.loops(b.name)
+    if unroll and b.reduce and b.reduce[-1] == len(b.kinds) - 1 and len(loops) == len(b.kinds):
+        ext = sk.extent(loops[-1])
+        if ext <= 16:
+            sk.do("unroll", loop=loops[-1])
+        elif ext % 8 == 0:
+            sk.do("unroll", loop=sk.do("split", loop=loops[-1], factors=[None, 8])[1])
+        rfactor = False
+        loops = sk.loops(b.name)
     shift = len(b.kinds) - len(loops)  # leading loops fused into one by a row fusion
     sp = [loops[i - shift] for i in b.spatial if i - shift >= outer_done]
     # integer sums are associative: LLVM already vectorises the plain loop, rfactor only adds traffic
@@ -198,7 +239,8 @@ def schedule_rest(sk: Sketch, infos: list[BlockInfo], skip: set[str], lanes_of: 
             # dataflow"), even on their independent outer loops: leave them serial
             continue
         if b.is_reduction:
-            schedule_row_reduction(sk, b, lanes_of(b), cores, rfactor, parallel=parallel, min_work=min_work)
+            schedule_row_reduction(sk, b, lanes_of(b), cores, rfactor, parallel=parallel, min_work=min_work,
+                                   unroll=vector == "unroll")
         else:
             schedule_spatial(sk, b, lanes_of(b), cores, parallel=parallel, min_work=min_work, vector=vector,
                              fuse_short=fuse_short)

@@ -1,0 +1,11 @@
+"""Offline algorithm-layer rewrites, one per module (dlight style): ``apply(ctx) -> list[CandidateIR] | None``.
+
+Each rewrite starts from the request's current algorithm (the task's PrimFunc or an earlier rewrite),
+transforms it with s_tir.Schedule primitives (plus, for scans, one block-signature edit) and stores the
+printed result as a trusted algorithm layer. Block names stay TVM's, so the schedule and memory rules
+apply on top of the rewritten function unchanged."""
+from __future__ import annotations
+
+from . import fuse_elementwise, scan_lanes, split_k
+
+ALGORITHM_RULES = [scan_lanes, split_k, fuse_elementwise]
