@@ -14,6 +14,8 @@ import numpy as np
 
 from leka.tasks.task import ArgSpec, Task, generate
 
+from . import make_task as assemble_task
+
 MCU_SCRATCH = 32 * 1024  # scratch SRAM bytes left to one kernel on a Cortex-M7-class part (naive defs fit)
 DTYPE_SUFFIX = {"float32": "", "float16": "f16", "int8": "i8", "int16": "i16", "uint8": "u8", "int32": "i32"}
 
@@ -100,25 +102,12 @@ def make_task(
 
     args_bytes = sum(s.nbytes for s in specs) + sum(o.nbytes for o in outs)
     budget = args_bytes + scratch_budget if scratch_budget is not None else None
-    return Task(
-        id=task_id,
-        pattern=full_pattern,
-        level=level,
-        domain=domain,
-        args=tuple(specs) + tuple(outs),
-        build=build,
-        reference=reference,
-        flops=int(flops),
-        bytes=args_bytes,
-        dtype=main,
-        layout=layout,
-        description=desc,
-        rtol=rtol,
-        atol=atol,
-        memory_budget_bytes=budget,
-        make_inputs=make_inputs,
-        tags=tuple(tags) + ((sfx,) if sfx else ("f32",) if main == "float32" else ()),
-    )
+    task = assemble_task(level=level, pattern=full_pattern, tag=tag, domain=domain, args=tuple(specs) + tuple(outs),
+                         build=build, reference=reference, flops=flops, description=desc, dtype=main,
+                         layout=layout, rtol=rtol, atol=atol, memory_budget_bytes=budget, make_inputs=make_inputs,
+                         tags=tags)
+    assert task.id == task_id, (task.id, task_id)  # one id scheme for the whole suite
+    return task
 
 
 # ---------------------------------------------------------------- TE blocks
