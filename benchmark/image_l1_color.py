@@ -9,29 +9,12 @@ import numpy as np
 
 from benchmark._lib import inp, make_task, numel, out, shape_tag, u8
 from benchmark._lib.image import stencil_np, stencil_te
+from benchmark._lib.image import const_te as _c, placeholder_te as _ph, prim_func_te as _pf
 from leka.tasks.task import Task
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 BT601 = np.array([[0.299, 0.587, 0.114], [-0.168736, -0.331264, 0.5], [0.5, -0.418688, -0.081312]])  # JPEG full range
-
-
-def _c(v, dt="float32"):
-    from tvm import tirx
-
-    return tirx.const(v, dt)
-
-
-def _ph(shape, dtype="float32", name="X"):
-    from tvm import te
-
-    return te.placeholder(shape, dtype, name=name)
-
-
-def _pf(*ts):
-    from tvm import te
-
-    return te.create_prim_func(list(ts))
 
 
 def _sel3(k, a, b, c):

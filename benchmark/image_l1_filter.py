@@ -10,25 +10,8 @@ import numpy as np
 from benchmark._lib import inp, make_task, out, shape_tag, u8
 from benchmark._lib.image import (GAUSS3, GAUSS5, LAPLACE, SOBEL_X, SOBEL_Y, clamp_te, reflect101_te, stencil_np,
                                   stencil_te, window_reduce_np)
+from benchmark._lib.image import const_te as _c, placeholder_te as _ph, prim_func_te as _pf
 from leka.tasks.task import Task
-
-
-def _c(v, dt="float32"):
-    from tvm import tirx
-
-    return tirx.const(v, dt)
-
-
-def _ph(shape, dtype="float32", name="X"):
-    from tvm import te
-
-    return te.placeholder(shape, dtype, name=name)
-
-
-def _pf(*ts):
-    from tvm import te
-
-    return te.create_prim_func(list(ts))
 
 
 def stencil_def(shape, weights):

@@ -9,25 +9,8 @@ import numpy as np
 
 from benchmark._lib import inp, make_task, numel, out, shape_tag, u8
 from benchmark._lib.image import SAMPLE_ATOL, GAUSS5, bilinear_np, bilinear_te, clamp_te, half_pixel_np, half_pixel_te, stencil_np, stencil_te
+from benchmark._lib.image import const_te as _c, placeholder_te as _ph, prim_func_te as _pf
 from leka.tasks.task import Task, generate
-
-
-def _c(v, dt="float32"):
-    from tvm import tirx
-
-    return tirx.const(v, dt)
-
-
-def _ph(shape, dtype="float32", name="X"):
-    from tvm import te
-
-    return te.placeholder(shape, dtype, name=name)
-
-
-def _pf(*ts):
-    from tvm import te
-
-    return te.create_prim_func(list(ts))
 
 
 def _get(X, nd):

@@ -12,25 +12,8 @@ from benchmark._lib import inp, make_task, numel, out, shape_tag, u8
 from benchmark._lib.image import (GAUSS5, SAMPLE_ATOL, SOBEL_X, SOBEL_Y, bilinear_np, bilinear_te, clamp_te,
                                   half_pixel_np, half_pixel_te, reflect101_te, stencil_np, stencil_te, window_reduce_np)
 from benchmark.image_l1_color import IMAGENET_MEAN, IMAGENET_STD, K_G, K_RB, _bayer_masks, nv12_rgb_ref
+from benchmark._lib.image import const_te as _c, placeholder_te as _ph, prim_func_te as _pf
 from leka.tasks.task import Task
-
-
-def _c(v, dt="float32"):
-    from tvm import tirx
-
-    return tirx.const(v, dt)
-
-
-def _ph(shape, dtype="float32", name="X"):
-    from tvm import te
-
-    return te.placeholder(shape, dtype, name=name)
-
-
-def _pf(*ts):
-    from tvm import te
-
-    return te.create_prim_func(list(ts))
 
 
 def _sel3(k, a, b, c):

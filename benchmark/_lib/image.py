@@ -133,3 +133,22 @@ def window_reduce_np(img: np.ndarray, k: int, op: str, border: str = "reflect101
 # For images up to ~1300 px that is <= 1e-4 of the value range, so sampling tasks use atol_scale 3e-4
 # (still far below any real interpolation mistake such as a half-pixel shift).
 SAMPLE_ATOL = 3e-4
+
+
+# Short TE helpers shared by the image modules (imports inside: task listing must not load TVM).
+def const_te(v, dt="float32"):
+    from tvm import tirx
+
+    return tirx.const(v, dt)
+
+
+def placeholder_te(shape, dtype="float32", name="X"):
+    from tvm import te
+
+    return te.placeholder(shape, dtype, name=name)
+
+
+def prim_func_te(*ts):
+    from tvm import te
+
+    return te.create_prim_func(list(ts))
