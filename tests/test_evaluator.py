@@ -98,3 +98,17 @@ def test_timing_gives_speedup_against_baseline():
     assert 0.2 < res.speedup < 5.0
     assert set(res.to_json()) >= {"compiled", "correct", "failure", "error", "speedup", "baseline",
                                   "candidate_ms", "baseline_ms", "spread"}
+
+
+def test_worker_thread_pool_matches_the_targets_cores(ev, monkeypatch):
+    # TVM's default pool halves the cores on x86 (it assumes SMT); the worker is sized to the target.
+    cores = int(ev.target.facts["cores"])
+    assert ev.threads == cores
+    assert ev.worker.request({"op": "ping"}, 30)["threads"] == cores
+    monkeypatch.delenv("TVM_NUM_THREADS", raising=False)
+    for cfg, env, want in ((EvalConfig(threads=1), None, 1), (EvalConfig(), "3", 3)):
+        if env:
+            monkeypatch.setenv("TVM_NUM_THREADS", env)
+        e = Evaluator("host-cpu", cfg)
+        assert e.threads == want
+        e.close()

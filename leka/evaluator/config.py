@@ -20,6 +20,7 @@ class EvalConfig:
     compile_timeout_s: float = 120.0
     run_timeout_s: float = 60.0  # correctness trials or the timing loop, each
     mem_limit_gb: float = 8.0  # RLIMIT_AS of the worker: a memory blow-up becomes a recorded crash
+    threads: int | None = None  # CPU thread pool of the worker; None: $TVM_NUM_THREADS, else the target's cores
     max_mismatches: int = 5  # first mismatches reported
 
     def __post_init__(self) -> None:

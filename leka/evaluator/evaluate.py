@@ -8,6 +8,7 @@ left by the timing loop. speedup = baseline median / candidate median.
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -31,9 +32,23 @@ class Evaluator:
     def __init__(self, target: TargetPreset | str | dict, config: EvalConfig | None = None):
         self.target = get_target(target)
         self.config = config or EvalConfig()
-        self.worker = Worker(self.config.mem_limit_gb)
+        self.threads = self._threads()
+        self.worker = Worker(self.config.mem_limit_gb, self.threads)
         self._baselines: dict[tuple[str, str], tuple[str, str]] = {}  # (task, name) -> (label, source)
         self._trials: dict[str, tuple[list[list[np.ndarray]], list[list[np.ndarray]]]] = {}
+
+    def _threads(self) -> int | None:
+        """Thread pool size for CPU targets: the config's, else the user's TVM_NUM_THREADS, else the
+        target's core count (TVM's own default halves the cores on x86)."""
+        if self.config.threads:
+            return self.config.threads
+        env = os.environ.get("TVM_NUM_THREADS", "")
+        if env.isdigit() and int(env) > 0:
+            return int(env)
+        if self.target.family != "cpu":
+            return None
+        cores = (self.target.facts or {}).get("cores") or self.target.target.get("num-cores")
+        return int(cores) if cores else None
 
     def __enter__(self) -> "Evaluator":
         self.worker.start()
@@ -182,7 +197,7 @@ class Evaluator:
         # drift-robust cross-check of the headline ratio of medians.
         paired = [b / c for c, b in zip(reply["candidate_s"], reply["baseline_s"]) if c > 0]
         cs["rounds_s"], bs["rounds_s"] = list(reply["candidate_s"]), list(reply["baseline_s"])
-        res.detail["timing"] = {"candidate": cs, "baseline": bs,
+        res.detail["timing"] = {"candidate": cs, "baseline": bs, "threads": self.threads,
                                 "paired_speedup_median": float(np.median(paired)) if paired else None}
 
     def _done(self, res: EvalResult, t_start: float, compile_s: float | None) -> EvalResult:

@@ -24,8 +24,9 @@ class WorkerFault(Exception):
 class Worker:
     """One isolated worker process (spawned, so it shares no state with the parent)."""
 
-    def __init__(self, mem_limit_gb: float = 8.0):
+    def __init__(self, mem_limit_gb: float = 8.0, threads: int | None = None):
         self.mem_limit_gb = mem_limit_gb
+        self.threads = threads  # TVM CPU thread pool size in the worker (None: TVM's own default)
         self._ctx = mp.get_context("spawn")
         self._proc: mp.process.BaseProcess | None = None
         self._conn = None
@@ -34,7 +35,7 @@ class Worker:
 
     def start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=serve, args=(child, self._log, self.mem_limit_gb), daemon=True)
+        self._proc = self._ctx.Process(target=serve, args=(child, self._log, self.mem_limit_gb, self.threads), daemon=True)
         self._proc.start()
         child.close()
         self._conn = parent

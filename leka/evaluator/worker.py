@@ -180,7 +180,7 @@ def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "candidate_s": c_times, "baseline_s": b_times, "outputs_after": after}
 
 
-def serve(conn, log_path: str | None, mem_limit_gb: float) -> None:
+def serve(conn, log_path: str | None, mem_limit_gb: float, threads: int | None = None) -> None:
     if mem_limit_gb > 0:
         lim = int(mem_limit_gb * (1 << 30))
         resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
@@ -191,6 +191,11 @@ def serve(conn, log_path: str | None, mem_limit_gb: float) -> None:
         sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
         sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     os.environ.setdefault("TVM_BACKTRACE", "1")
+    if threads:
+        # TVM sizes its CPU thread pool at first use from TVM_NUM_THREADS, else from
+        # hardware_concurrency() halved on x86 (it assumes SMT): on a 2-core, 1-thread-per-core machine
+        # a parallel loop would run on one thread. The target's core count is what it is measured on.
+        os.environ["TVM_NUM_THREADS"] = str(threads)
     import tvm  # noqa: F401  (import cost paid once per worker)
 
     cache: dict[str, _Loaded] = {}
@@ -214,7 +219,9 @@ def serve(conn, log_path: str | None, mem_limit_gb: float) -> None:
 def _handle(req: dict[str, Any], cache: dict[str, _Loaded]) -> dict[str, Any]:
     op = req["op"]
     if op == "ping":
-        return {"ok": True, "pid": os.getpid()}
+        import tvm
+
+        return {"ok": True, "pid": os.getpid(), "threads": int(tvm.get_global_func("runtime.NumThreads")())}
     if op == "load":  # parse + signature + build (+ load when runnable); cached by key
         key = req["key"]
         if key not in cache:
