@@ -263,3 +263,27 @@ def test_primitives_that_only_lost_go_last():
     nxt = _propose(task_id, history=hist, k=2)
     assert len(nxt) == 2 and nxt[0].meta["rule"] == first[0].meta["rule"]  # k=2: one refinement
     assert not any(s.op in ("vectorize", "parallel") for s in nxt[1].ir.schedule.steps)
+
+
+def test_multi_gemm_tiles_both_attention_products():
+    """Attention (Q @ K^T, softmax, P @ V): the GEMM-like reductions are told from the softmax's row
+    reductions (operand reuse), K is packed transposed, both products are tiled, and it verifies."""
+    from leka.proposers.offline.context import RuleContext
+    from leka.proposers.offline.rules import cpu_multi_gemm, cpu_pack_transposed
+
+    task = get_task("l2-attention_head-4x128x32")
+    ctx = RuleContext.build(task, CandidateIR.initial(task), get_target("host-cpu"), [])
+    reuse = {b.name: b.reuse for b in ctx.infos if b.is_reduction}
+    assert reuse == {"Y_scores_acc": True, "Y_probs_max": False, "Y_probs_den": False, "Y": True}
+    irs = cpu_multi_gemm.apply(ctx)
+    assert irs and len(irs) == 6
+    ir = irs[0]
+    mem = [(s.op, s.args.get("block")) for s in ir.memory.steps]
+    assert ("cache_read", "Y_scores_acc") in mem and ("transform_layout", "K_global") in mem
+    decomposed = [s.args["block"] for s in ir.schedule.steps if s.op == "decompose_reduction"]
+    assert decomposed[:2] == ["Y_scores_acc", "Y"]
+    _verify(task, ir)
+    # one GEMM among row reductions: the single-product rule takes it, the composite declines
+    alibi = get_task("l2-alibi_causal_scores_softmax-4x128x32")
+    actx = RuleContext.build(alibi, CandidateIR.initial(alibi), get_target("host-cpu"), [])
+    assert cpu_multi_gemm.apply(actx) is None and cpu_pack_transposed.apply(actx)

@@ -18,6 +18,9 @@ class BlockInfo:
     reduce_contiguous: bool  # the innermost reduction iterator is the last index of every read that uses it
     dtype_bits: int
     dtype: str = "float32"
+    # a read ignores some spatial iterator of extent > 1: an operand reused across outputs (GEMM, conv,
+    # attention), as opposed to a row reduction whose every read walks all the output's iterators
+    reuse: bool = False
 
     @property
     def is_float(self) -> bool:
@@ -82,10 +85,13 @@ def analyze(live: Any, output_names: set[str]) -> list[BlockInfo]:
         inner_ok = bool(sp) and len(ivs) == len(loops) and _last_index_only(
             list(blk.reads) + list(blk.writes), ivs[sp[-1]].var.name)
         red_ok = bool(rd) and len(ivs) == len(loops) and _last_index_only(list(blk.reads), ivs[rd[-1]].var.name)
+        reuse = len(ivs) == len(loops) and bool(rd) and any(
+            any(extents[i] > 1 and not any(_uses(r.min, ivs[i].var.name) for r in reg.region) for i in sp)
+            for reg in blk.reads)
         writes = {w.source.name for w in blk.writes}
         dtype = next((dtypes[w] for w in writes if w in dtypes), "float32")
         bits = int(re.sub(r"\D", "", dtype) or 32)
         infos.append(BlockInfo(name, tuple(loops), extents, kinds, bool(writes & output_names),
                                "if_then_else" in str(blk.body) or "T.if_then_else" in str(blk.body),
-                               inner_ok, red_ok, bits, dtype))
+                               inner_ok, red_ok, bits, dtype, reuse))
     return infos

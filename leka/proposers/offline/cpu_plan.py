@@ -186,6 +186,33 @@ def schedule_row_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, rfa
         parallel_outer(sk, sp, cores, min_work)
 
 
+def pack_transposed_operands(sk: Sketch, b: BlockInfo, outputs: set[str]) -> tuple[BlockInfo, list[str]]:
+    """Pack, transposed, each operand that walks the block's innermost spatial iterator along its
+    second-to-last axis (K in Q @ K^T): cache_read at the root + transform_layout swapping the last
+    two axes. Returns the block's fresh analysis and the packing blocks (IRApplyError when the block
+    is still not contiguous afterwards)."""
+    from leka.ir import IRApplyError
+
+    from .analysis import _uses, analyze
+
+    blk = sk.live.sch.get(sk.live.block(b.name))
+    var = blk.iter_vars[b.spatial[-1]].var.name
+    packed = []
+    for idx, reg in enumerate(blk.reads):
+        uses = [i for i, r in enumerate(reg.region) if _uses(r.min, var)]
+        if len(reg.region) < 2 or uses != [len(reg.region) - 2]:
+            continue
+        new = sk.mem_do("cache_read", block=b.name, buffer=idx, scope="global", at=None)[0]
+        perm = list(range(len(reg.region)))
+        perm[-1], perm[-2] = perm[-2], perm[-1]
+        sk.mem_do("transform_layout", block=new, access="write", buffer=0, permutation=perm)
+        packed.append(new)
+    info = next(x for x in analyze(sk.live, outputs) if x.name == b.name)
+    if not packed or not info.inner_contiguous:
+        raise IRApplyError(f"packing did not make the innermost spatial loop of {b.name} contiguous")
+    return info, packed
+
+
 def tile_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, ti: int, tj: int, tk: int,
                    cache_write: bool, epilogues: list[str]) -> None:
     """Register/cache tiling of a reduction whose innermost spatial loop is contiguous (GEMM, conv):

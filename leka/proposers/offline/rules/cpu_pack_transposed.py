@@ -8,7 +8,8 @@ from leka.ir import CandidateIR
 
 from ..analysis import analyze
 from ..context import RuleContext
-from ..cpu_plan import inline_intermediates, lanes_for, schedule_rest, schedule_spatial, tile_reduction
+from ..cpu_plan import (inline_intermediates, lanes_for, pack_transposed_operands, schedule_rest, schedule_spatial,
+                        tile_reduction)
 
 NAME = "cpu.pack_transposed"
 TILES = ({"ti": 8, "tj": 32, "tk": 4}, {"ti": 4, "tj": 32, "tk": 8}, {"ti": 8, "tj": 16, "tk": 4})
@@ -18,7 +19,7 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     if ctx.family != "cpu":
         return None
     mains = [b for b in ctx.infos if b.is_reduction and not b.is_ordered and len(b.spatial) >= 2 and not b.inner_contiguous
-             and b.reduce_contiguous and b.kinds[-1] == "R"]
+             and b.reduce_contiguous and b.kinds[-1] == "R" and b.reuse]
     if len(mains) != 1:
         return None
     main = mains[0]
@@ -28,23 +29,7 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     for kn in TILES:
         def build(sk, kn=kn):
             done = set(inline_intermediates(sk, ctx.infos))
-            blk = sk.live.sch.get(sk.live.block(main.name))
-            packed = []
-            for idx, reg in enumerate(blk.reads):
-                if len(reg.region) < 2:
-                    continue
-                new = sk.mem_do("cache_read", block=main.name, buffer=idx, scope="global", at=None)[0]
-                perm = list(range(len(reg.region)))
-                perm[-1], perm[-2] = perm[-2], perm[-1]
-                sk.mem_do("transform_layout", block=new, access="write", buffer=0, permutation=perm)
-                now = next(b for b in analyze(sk.live, outputs) if b.name == main.name)
-                if now.inner_contiguous:
-                    packed.append(new)
-                    break
-                packed.append(new)
-            info = next(b for b in analyze(sk.live, outputs) if b.name == main.name)
-            if not info.inner_contiguous:
-                raise_not_mine()
+            info, packed = pack_transposed_operands(sk, main, outputs)
             tile_reduction(sk, info, lanes, ctx.cores, kn["ti"], kn["tj"], kn["tk"], True, [])
             for p in packed:
                 schedule_spatial(sk, next(b for b in analyze(sk.live, outputs) if b.name == p), lanes, ctx.cores)
@@ -55,8 +40,3 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
             out.append(ir)
     return out or None
 
-
-def raise_not_mine() -> None:
-    from leka.ir import IRApplyError
-
-    raise IRApplyError("packing did not make the innermost spatial loop contiguous")
