@@ -4,8 +4,9 @@ For a deterministic sample of L1 tasks (default 60: the example tasks, then one 
 taking the domains in turn; --sample 0 runs all): ask "leka-offline-rules" for an algorithm rewrite
 (--k-alg), then for k schedule proposals per round on the task and on the rewrite, evaluate them
 (correctness + timing against tvm-naive in the evaluator's worker, default EvalConfig), feed the
-results back as history for the next round, keep the best correct candidate. Prints one row per task and the share
-of tasks with a correct candidate faster than tvm-naive.
+results back as history for the next round, keep the best correct candidate and evaluate it once more
+(the search's maximum of noisy ratios is biased upwards; the fresh ratio is the one reported). Prints one
+row per task and the share of tasks with a correct candidate faster than tvm-naive.
 
     .venv/bin/python experiments/offline_proposer_l1.py [--k 3] [--rounds 2] [--sample N] [--match TEXT]
 """
@@ -41,12 +42,14 @@ def run_task(ev: Evaluator, proposer, task, k: int, rounds: int, k_alg: int) -> 
 
     def evaluate(layer: str, p) -> dict:
         nonlocal best, naive_ms
-        res = ev.evaluate(task, p.ir.to_tvmscript(ev.target), baseline="tvm-naive").to_json()
+        src = p.ir.to_tvmscript(ev.target)
+        res = ev.evaluate(task, src, baseline="tvm-naive").to_json()
         tried.append(res)
         naive_ms = res.get("baseline_ms") or naive_ms
         if res["correct"] and res["speedup"] and (best is None or res["speedup"] > best["speedup"]):
             alg = p.ir.algorithm.note.split(":")[0] if p.ir.algorithm.kind != "task" else ""
-            best = {**res, "rule": (f"[{alg}] " if alg and layer != "algorithm" else "") + p.rationale}
+            best = {**res, "rule": (f"[{alg}] " if alg and layer != "algorithm" else ""), "source": src}
+            best["rule"] += p.rationale
         return _entry(layer, p.ir, res)
 
     ir0 = CandidateIR.initial(task)
@@ -63,10 +66,19 @@ def run_task(ev: Evaluator, proposer, task, k: int, rounds: int, k_alg: int) -> 
             props = proposer.propose(ProposalRequest("schedule", base, task, ev.target, history, k_base))
             for p in props:
                 history.append(evaluate("schedule", p))
-    if best is not None:  # the baseline timed alongside the best candidate, same rounds
-        naive_ms = best.get("baseline_ms") or naive_ms
+    search_speedup = best["speedup"] if best else None
+    if best is not None:
+        # The search kept the largest of several noisy ratios (biased upwards): the figure reported is a
+        # fresh evaluation of that candidate (correctness trials + timing against the baseline again).
+        again = ev.evaluate(task, best["source"], baseline="tvm-naive").to_json()
+        if not again["correct"] or not again["speedup"]:
+            best = None
+        else:
+            best = {**best, **{k: again[k] for k in ("speedup", "candidate_ms", "baseline_ms")}}
+            naive_ms = best["baseline_ms"]
     return {"task": task.id, "naive_ms": naive_ms, "best_ms": best["candidate_ms"] if best else None,
-            "speedup": best["speedup"] if best else None, "correct": best is not None,
+            "speedup": best["speedup"] if best else None, "search_speedup": search_speedup,
+            "correct": best is not None,
             "rule": best["rule"] if best else None, "tried": len(tried),
             "failures": [h["failure"] for h in tried if h["failure"]],
             "errors": [h["error"][:200] for h in tried if h.get("error")][:2]}
@@ -107,7 +119,7 @@ def main() -> int:
     rows = []
     t0 = time.time()
     cfg = EvalConfig()  # the evaluator's default protocol (5 correctness trials, alternating timing rounds)
-    print(f"{'task':44s} {'naive ms':>10s} {'best ms':>10s} {'speedup':>8s} {'ok':>3s}  best rule")
+    print(f"{'task':44s} {'naive ms':>10s} {'best ms':>10s} {'speedup':>8s} {'search':>7s} {'ok':>3s}  best rule")
     with Evaluator("host-cpu", cfg) as ev:
         for task in tasks:
             try:
@@ -121,6 +133,7 @@ def main() -> int:
                 continue
             fmt = lambda v: f"{v:10.4f}" if isinstance(v, (int, float)) else f"{'-':>10s}"  # noqa: E731
             sp = f"{row['speedup']:8.2f}" if row["speedup"] else f"{'-':>8s}"
+            sp += f" {row['search_speedup']:7.2f}" if row.get("search_speedup") else f" {'-':>7s}"
             print(f"{task.id:44s} {fmt(row['naive_ms'])} {fmt(row['best_ms'])} {sp} {'yes' if row['correct'] else 'no':>3s}"
                   f"  {row['rule'] or ';'.join(row['failures'])}", flush=True)
     errors = [r for r in rows if "error" in r]

@@ -171,7 +171,8 @@ def _verify(task, ir):
 
 
 ALG_CASES = [("alg.fuse_elementwise", lambda: get_task("ex-softmax-512x384")),
-             ("alg.split_k", _rowsum_task), ("alg.scan_lanes", _scan_task)]
+             ("alg.split_k", _rowsum_task), ("alg.scan_lanes", _scan_task),
+             ("alg.separable_window", lambda: get_task("l1-dilate_3x3-240x320-u8"))]
 
 
 @pytest.mark.parametrize("rule,make", ALG_CASES, ids=[c[0] for c in ALG_CASES])
@@ -287,3 +288,15 @@ def test_multi_gemm_tiles_both_attention_products():
     alibi = get_task("l2-alibi_causal_scores_softmax-4x128x32")
     actx = RuleContext.build(alibi, CandidateIR.initial(alibi), get_target("host-cpu"), [])
     assert cpu_multi_gemm.apply(actx) is None and cpu_pack_transposed.apply(actx)
+
+
+def test_separable_window_splits_the_window_and_declines_sparse_pools():
+    """An 11x11 mean window becomes a column pass over every input row and a row pass (22 taps per
+    output instead of 121); a 2x2 stride-2 pool (6 taps instead of 4) is left alone."""
+    from leka.proposers.offline.algorithm.separable_window import separate
+
+    func, blocks = separate(get_task("l1-adaptive_threshold_mean-240x320x11-u8").build())
+    text = func.script()
+    assert blocks == ["wsum"] and 'T.sblock("wsum_cols")' in text and "T.grid(240, 320, 11)" in text
+    assert "wsum_cols[T.min(T.max(v_y + v_ry - 5, 0), 239), v_x]" in text
+    assert separate(get_task("l1-avgpool2d-24x24x64-i8").build()) is None
