@@ -172,7 +172,8 @@ def _verify(task, ir):
 
 ALG_CASES = [("alg.fuse_elementwise", lambda: get_task("ex-softmax-512x384")),
              ("alg.split_k", _rowsum_task), ("alg.scan_lanes", _scan_task),
-             ("alg.separable_window", lambda: get_task("l1-dilate_3x3-240x320-u8"))]
+             ("alg.separable_window", lambda: get_task("l1-dilate_3x3-240x320-u8")),
+             ("alg.precompute_tables", lambda: get_task("l1-complex_dft-16x64"))]
 
 
 @pytest.mark.parametrize("rule,make", ALG_CASES, ids=[c[0] for c in ALG_CASES])
@@ -300,3 +301,17 @@ def test_separable_window_splits_the_window_and_declines_sparse_pools():
     assert blocks == ["wsum"] and 'T.sblock("wsum_cols")' in text and "T.grid(240, 320, 11)" in text
     assert "wsum_cols[T.min(T.max(v_y + v_ry - 5, 0), 239), v_x]" in text
     assert separate(get_task("l1-avgpool2d-24x24x64-i8").build()) is None
+
+
+def test_precompute_tables_hoists_twiddles_out_of_the_dft():
+    """cos/sin of k*n depend on (k, n) only: four 64x64 tables (two per output), the reductions read
+    them; a body whose transcendental reads data (softmax's exp(x - max)) is left alone."""
+    from leka.proposers.offline.algorithm.precompute_tables import precompute
+
+    func, blocks = precompute(get_task("l1-complex_dft-16x64").build())
+    text = func.script()
+    assert blocks == ["re", "im"]
+    assert text.count("T.sblock_alloc_buffer((64, 64))") == 4
+    re_body = text.split('T.sblock("re")')[1].split("T.sblock(")[0]
+    assert "re_table0[v_k, v_a]" in re_body and "T.cos" not in re_body and "T.sin" not in re_body
+    assert precompute(get_task("ex-softmax-512x384").build()) is None

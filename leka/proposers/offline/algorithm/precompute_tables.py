@@ -1,0 +1,180 @@
+"""Precomputed tables: a transcendental subexpression of a block's body that depends on a few of its
+iterators only and reads no buffer (DFT twiddles cos(2*pi*k*n/N), window functions, spatial Gaussian
+weights, rotary angles) is evaluated once per distinct index into a table by a new block, and the body
+reads the table. A DFT over 16 signals then computes its 64x64 twiddles once instead of 16 times, and
+the reduction that remains is a plain GEMM-like product the schedule rules tile.
+
+Taken when the iterators the subexpression uses span at most 1/MIN_REUSE of the block's iterations."""
+from __future__ import annotations
+
+from typing import Any
+
+from leka.ir import CandidateIR
+
+from ..context import RuleContext
+from .common import as_candidate
+
+NAME = "alg.precompute_tables"
+MIN_REUSE = 4
+TRANSCENDENTAL = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh", "cosh",
+                  "tanh", "asin", "acos", "atan", "atan2", "pow", "sqrt", "rsqrt", "erf", "sigmoid", "hypot"}
+_BINARY = ("Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT",
+           "GE", "And", "Or")
+
+
+def _info(e: Any) -> tuple[set[str], bool, bool]:
+    """(iterator names used, reads a buffer, calls a transcendental) of an expression."""
+    from tvm import ir, tirx
+    from tvm.tirx.analysis import undefined_vars
+
+    loads = transc = False
+
+    def visit(x: Any) -> None:
+        nonlocal loads, transc
+        if isinstance(x, ir.expr.TensorLoad):
+            loads = True
+            return
+        if isinstance(x, ir.expr.Call):
+            name = getattr(x.op, "name", "")
+            transc = transc or name.removeprefix("tirx.") in TRANSCENDENTAL
+            for a in x.args:
+                visit(a)
+            return
+        kind = type(x).__name__
+        if kind in _BINARY:
+            visit(x.a)
+            visit(x.b)
+        elif isinstance(x, tirx.Cast) or kind == "Not":
+            visit(x.value if isinstance(x, tirx.Cast) else x.a)
+        elif kind == "Select":
+            visit(x.condition)
+            visit(x.true_value)
+            visit(x.false_value)
+
+    visit(e)
+    return {v.name for v in undefined_vars(e)}, loads, transc
+
+
+def _pick(e: Any, extents: dict[str, int], total: int, out: list[Any]) -> None:
+    """Collect the largest qualifying subexpressions (top-down: a taken node is not descended)."""
+    from tvm import ir, tirx
+
+    names, loads, transc = _info(e)
+    if not loads and transc and names and names <= set(extents):
+        span = 1
+        for n in names:
+            span *= extents[n]
+        if span * MIN_REUSE <= total:
+            out.append(e)
+            return
+    kind = type(e).__name__
+    if kind in _BINARY:
+        _pick(e.a, extents, total, out)
+        _pick(e.b, extents, total, out)
+    elif isinstance(e, tirx.Cast):
+        _pick(e.value, extents, total, out)
+    elif isinstance(e, ir.expr.Call) or kind == "Select":
+        pass  # not rebuilt below: a subexpression inside stays in place
+
+
+def _replace(e: Any, swap: list[tuple[Any, Any]]) -> Any:
+    from tvm import tirx
+
+    for old, new in swap:
+        if e.same_as(old):
+            return new
+    kind = type(e).__name__
+    if kind in _BINARY:
+        a, b = _replace(e.a, swap), _replace(e.b, swap)
+        return e if (a.same_as(e.a) and b.same_as(e.b)) else type(e)(a, b)
+    if isinstance(e, tirx.Cast):
+        v = _replace(e.value, swap)
+        return e if v.same_as(e.value) else tirx.Cast(e.ty, v)
+    return e
+
+
+def _tables(block: Any) -> tuple[list[Any], Any] | None:
+    """(table nests, rewritten block) for one block; None when nothing qualifies."""
+    from tvm import ir, s_tir, tirx
+
+    store = block.body
+    if not isinstance(store, tirx.BufferStore):
+        return None
+    extents = {iv.var.name: int(iv.dom.extent) for iv in block.iter_vars}
+    total = 1
+    for v in extents.values():
+        total *= v
+    found: list[Any] = []
+    _pick(store.value, extents, total, found)
+    if not found:
+        return None
+    nests, swap, reads = [], [], list(block.reads)
+    for n, expr in enumerate(found):
+        names = _info(expr)[0]
+        ivs = [iv for iv in block.iter_vars if iv.var.name in names]
+        tab = tirx.decl_buffer([iv.dom.extent for iv in ivs], expr.ty, f"{block.name_hint}_table{n}")
+        idx = [iv.var for iv in ivs]
+        t_ivs = [tirx.IterVar(iv.dom, iv.var, 0) for iv in ivs]
+        region = tirx.BufferRegion(tab, [ir.Range.from_min_extent(i, 1) for i in idx])
+        t_blk = s_tir.SBlock(t_ivs, [], [region], tab.name, tirx.BufferStore(tab, expr, idx))
+        loop_vars = [tirx.Var(iv.var.name.removeprefix("v_"), iv.var.ty) for iv in t_ivs]
+        nest = s_tir.SBlockRealize(loop_vars, True, t_blk)
+        for lv, iv in reversed(list(zip(loop_vars, t_ivs))):
+            nest = tirx.For(lv, 0, iv.dom.extent, tirx.ForKind.SERIAL, nest)
+        nests.append((nest, tab))
+        swap.append((expr, tirx.BufferLoad(tab, idx)))
+        reads.append(region)
+    body = tirx.BufferStore(store.buffer, _replace(store.value, swap), store.indices)
+    new = s_tir.SBlock(block.iter_vars, reads, block.writes, block.name_hint, body, block.init,
+                       block.alloc_buffers, block.match_buffers, block.annotations)
+    return nests, new
+
+
+def _rebuild_nest(stmt: Any, new_block: Any) -> Any:
+    from tvm import s_tir, tirx
+
+    if isinstance(stmt, tirx.For):
+        return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, _rebuild_nest(stmt.body, new_block),
+                        stmt.thread_binding, stmt.annotations)
+    return s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, new_block)
+
+
+def precompute(func: Any) -> tuple[Any, list[str]] | None:
+    """The function with qualifying subexpressions moved into tables; None when there are none."""
+    import tvm
+    from tvm import s_tir, tirx
+
+    from .separable_window import _innermost_block
+
+    root = func.body.block
+    stmts = list(root.body.seq) if isinstance(root.body, tirx.SeqStmt) else [root.body]
+    new, allocs, done = [], list(root.alloc_buffers), []
+    for st in stmts:
+        blk = _innermost_block(st)
+        got = _tables(blk) if blk is not None else None
+        if got is None:
+            new.append(st)
+            continue
+        nests, new_blk = got
+        new += [n for n, _ in nests] + [_rebuild_nest(st, new_blk)]
+        allocs += [t for _, t in nests]
+        done.append(blk.name_hint)
+    if not done:
+        return None
+    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, tirx.SeqStmt(new),
+                            root.init, allocs, root.match_buffers, root.annotations)
+    func = func.with_body(s_tir.SBlockRealize(func.body.iter_values, func.body.predicate, new_root))
+    parsed = tvm.script.from_source(func.script())  # each table block gets its own iterator variables
+    return (parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed), done
+
+
+def apply(ctx: RuleContext) -> list[CandidateIR] | None:
+    got = precompute(ctx.base.base_func())
+    if got is None:
+        return None
+    func, blocks = got
+    from tvm import s_tir
+
+    s_tir.Schedule(func)  # well-formed (raises otherwise: a bug here, not a candidate failure)
+    return [as_candidate(ctx, func, NAME, {"blocks": blocks},
+                         f"precomputed tables: index-only transcendental terms of {', '.join(blocks)}")]
