@@ -5,7 +5,9 @@ taking the domains in turn; --sample 0 runs all): ask "leka-offline-rules" for a
 (--k-alg), then for k schedule proposals per round on the task and on the rewrite, evaluate them
 (correctness + timing against tvm-naive in the evaluator's worker, default EvalConfig), feed the
 results back as history for the next round, keep the best correct candidate and evaluate it once more
-(the search's maximum of noisy ratios is biased upwards; the fresh ratio is the one reported). Prints one
+(the search's maximum of noisy ratios is biased upwards; the fresh ratio is the one reported; when it
+differs from the search's by more than 25 %, two more fresh evaluations are made and the median of the
+three is reported). Prints one
 row per task and the share of tasks with a correct candidate faster than tvm-naive.
 
     .venv/bin/python experiments/offline_proposer_l1.py [--k 3] [--rounds 2] [--sample N] [--match TEXT]
@@ -70,14 +72,22 @@ def run_task(ev: Evaluator, proposer, task, k: int, rounds: int, k_alg: int) -> 
     if best is not None:
         # The search kept the largest of several noisy ratios (biased upwards): the figure reported is a
         # fresh evaluation of that candidate (correctness trials + timing against the baseline again).
-        again = ev.evaluate(task, best["source"], baseline="tvm-naive").to_json()
-        if not again["correct"] or not again["speedup"]:
+        # When the two disagree by more than 25 % (microsecond kernels with a parallel loop are at the mercy
+        # of the second core), two more fresh evaluations are made and the median of the three is reported.
+        runs = [ev.evaluate(task, best["source"], baseline="tvm-naive").to_json()]
+        ratio = (runs[0]["speedup"] or 0) / search_speedup
+        if runs[0]["correct"] and not 0.8 <= ratio <= 1.25:
+            runs += [ev.evaluate(task, best["source"], baseline="tvm-naive").to_json() for _ in range(2)]
+        if not all(r["correct"] and r["speedup"] for r in runs):
             best = None
         else:
-            best = {**best, **{k: again[k] for k in ("speedup", "candidate_ms", "baseline_ms")}}
+            again = sorted(runs, key=lambda r: r["speedup"])[len(runs) // 2]
+            best = {**best, **{k: again[k] for k in ("speedup", "candidate_ms", "baseline_ms")},
+                    "remeasured": [round(r["speedup"], 3) for r in runs]}
             naive_ms = best["baseline_ms"]
     return {"task": task.id, "naive_ms": naive_ms, "best_ms": best["candidate_ms"] if best else None,
             "speedup": best["speedup"] if best else None, "search_speedup": search_speedup,
+            "remeasured": best.get("remeasured") if best else None,
             "correct": best is not None,
             "rule": best["rule"] if best else None, "tried": len(tried),
             "failures": [h["failure"] for h in tried if h["failure"]],

@@ -12,7 +12,7 @@ from typing import Any
 from leka.ir import CandidateIR
 
 from ..context import RuleContext
-from .common import as_candidate
+from .common import as_candidate, loop_nest, point_region, rewrite_root_nests
 
 NAME = "alg.precompute_tables"
 MIN_REUSE = 4
@@ -95,7 +95,7 @@ def _replace(e: Any, swap: list[tuple[Any, Any]]) -> Any:
 
 def _tables(block: Any) -> tuple[list[Any], Any] | None:
     """(table nests, rewritten block) for one block; None when nothing qualifies."""
-    from tvm import ir, s_tir, tirx
+    from tvm import s_tir, tirx
 
     store = block.body
     if not isinstance(store, tirx.BufferStore):
@@ -115,13 +115,9 @@ def _tables(block: Any) -> tuple[list[Any], Any] | None:
         tab = tirx.decl_buffer([iv.dom.extent for iv in ivs], expr.ty, f"{block.name_hint}_table{n}")
         idx = [iv.var for iv in ivs]
         t_ivs = [tirx.IterVar(iv.dom, iv.var, 0) for iv in ivs]
-        region = tirx.BufferRegion(tab, [ir.Range.from_min_extent(i, 1) for i in idx])
+        region = point_region(tab, idx)
         t_blk = s_tir.SBlock(t_ivs, [], [region], tab.name, tirx.BufferStore(tab, expr, idx))
-        loop_vars = [tirx.Var(iv.var.name.removeprefix("v_"), iv.var.ty) for iv in t_ivs]
-        nest = s_tir.SBlockRealize(loop_vars, True, t_blk)
-        for lv, iv in reversed(list(zip(loop_vars, t_ivs))):
-            nest = tirx.For(lv, 0, iv.dom.extent, tirx.ForKind.SERIAL, nest)
-        nests.append((nest, tab))
+        nests.append((loop_nest(t_blk, t_ivs), tab))
         swap.append((expr, tirx.BufferLoad(tab, idx)))
         reads.append(region)
     body = tirx.BufferStore(store.buffer, _replace(store.value, swap), store.indices)
@@ -141,31 +137,14 @@ def _rebuild_nest(stmt: Any, new_block: Any) -> Any:
 
 def precompute(func: Any) -> tuple[Any, list[str]] | None:
     """The function with qualifying subexpressions moved into tables; None when there are none."""
-    import tvm
-    from tvm import s_tir, tirx
-
-    from .separable_window import _innermost_block
-
-    root = func.body.block
-    stmts = list(root.body.seq) if isinstance(root.body, tirx.SeqStmt) else [root.body]
-    new, allocs, done = [], list(root.alloc_buffers), []
-    for st in stmts:
-        blk = _innermost_block(st)
-        got = _tables(blk) if blk is not None else None
+    def rewrite(nest: Any, blk: Any):
+        got = _tables(blk)
         if got is None:
-            new.append(st)
-            continue
-        nests, new_blk = got
-        new += [n for n, _ in nests] + [_rebuild_nest(st, new_blk)]
-        allocs += [t for _, t in nests]
-        done.append(blk.name_hint)
-    if not done:
-        return None
-    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, tirx.SeqStmt(new),
-                            root.init, allocs, root.match_buffers, root.annotations)
-    func = func.with_body(s_tir.SBlockRealize(func.body.iter_values, func.body.predicate, new_root))
-    parsed = tvm.script.from_source(func.script())  # each table block gets its own iterator variables
-    return (parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed), done
+            return None
+        tables, new_blk = got
+        return [n for n, _ in tables] + [_rebuild_nest(nest, new_blk)], [t for _, t in tables]
+
+    return rewrite_root_nests(func, rewrite)
 
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
@@ -173,8 +152,5 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     if got is None:
         return None
     func, blocks = got
-    from tvm import s_tir
-
-    s_tir.Schedule(func)  # well-formed (raises otherwise: a bug here, not a candidate failure)
     return [as_candidate(ctx, func, NAME, {"blocks": blocks},
                          f"precomputed tables: index-only transcendental terms of {', '.join(blocks)}")]

@@ -14,7 +14,7 @@ from typing import Any
 from leka.ir import CandidateIR
 
 from ..context import RuleContext
-from .common import as_candidate
+from .common import as_candidate, loop_nest, point_region, rewrite_root_nests
 
 NAME = "alg.separable_window"
 MIN_GAIN = 1.33  # original taps / two-pass taps below which the extra pass and buffer do not pay
@@ -94,23 +94,6 @@ def _plan(block: Any) -> dict | None:
             "v_row": v_row, "out_dim": out_dims[0], "spatial": sp}
 
 
-def _point(buf: Any, idx: list[Any]):
-    from tvm import ir, tirx
-
-    return tirx.BufferRegion(buf, [ir.Range.from_min_extent(i, 1) for i in idx])
-
-
-def _nest(block: Any, ivs: list[Any]):
-    """Loops binding the block's iterators one to one, outermost first."""
-    from tvm import s_tir, tirx
-
-    loop_vars = [tirx.Var(iv.var.name.removeprefix("v_"), iv.var.ty) for iv in ivs]
-    stmt = s_tir.SBlockRealize(loop_vars, True, block)
-    for lv, iv in reversed(list(zip(loop_vars, ivs))):
-        stmt = tirx.For(lv, 0, iv.dom.extent, tirx.ForKind.SERIAL, stmt)
-    return stmt
-
-
 def _split(block: Any, p: dict):
     """(column pass nest, row pass nest, intermediate buffer)."""
     from tvm import ir, s_tir, tirx
@@ -131,22 +114,14 @@ def _split(block: Any, p: dict):
     op = p["op"]
     init1 = tirx.BufferStore(H, block.init.value, h_idx)
     body1 = tirx.BufferStore(H, op(tirx.BufferLoad(H, h_idx), val), h_idx)
-    cols = s_tir.SBlock(sp1 + [p["r_col"]], [_point(X, x_idx)], [_point(H, h_idx)], f"{block.name_hint}_cols", body1, init1)
+    cols = s_tir.SBlock(sp1 + [p["r_col"]], [point_region(X, x_idx)], [point_region(H, h_idx)], f"{block.name_hint}_cols", body1, init1)
     r_idx = list(block.body.indices)
     r_idx[p["out_dim"]] = p["load"].indices[p["d_row"]]
     out_idx = list(block.body.indices)
     body2 = tirx.BufferStore(out, op(tirx.BufferLoad(out, out_idx), tirx.BufferLoad(H, r_idx)), out_idx)
-    rows_blk = s_tir.SBlock(p["spatial"] + [p["r_row"]], [_point(H, r_idx)], list(block.writes), block.name_hint, body2,
+    rows_blk = s_tir.SBlock(p["spatial"] + [p["r_row"]], [point_region(H, r_idx)], list(block.writes), block.name_hint, body2,
                             block.init, block.alloc_buffers, block.match_buffers, block.annotations)
-    return _nest(cols, sp1 + [p["r_col"]]), _nest(rows_blk, p["spatial"] + [p["r_row"]]), H
-
-
-def _innermost_block(stmt: Any):
-    from tvm import s_tir, tirx
-
-    while isinstance(stmt, tirx.For):
-        stmt = stmt.body
-    return stmt.block if isinstance(stmt, s_tir.SBlockRealize) else None
+    return loop_nest(cols, sp1 + [p["r_col"]]), loop_nest(rows_blk, p["spatial"] + [p["r_row"]]), H
 
 
 def _taps(block: Any, p: dict) -> tuple[int, int]:
@@ -162,34 +137,17 @@ def _taps(block: Any, p: dict) -> tuple[int, int]:
 
 def separate(func: Any) -> tuple[Any, list[str]] | None:
     """The function with every separable window reduction split in two passes; None when none is."""
-    import tvm
-    from tvm import s_tir, tirx
+    def rewrite(nest: Any, blk: Any):
+        p = _plan(blk)
+        if p is None:
+            return None
+        old, two = _taps(blk, p)
+        if old < MIN_GAIN * two:
+            return None
+        cols, rows, H = _split(blk, p)
+        return [cols, rows], [H]
 
-    root = func.body.block
-    stmts = list(root.body.seq) if isinstance(root.body, tirx.SeqStmt) else [root.body]
-    new, allocs, done = [], list(root.alloc_buffers), []
-    for st in stmts:
-        blk = _innermost_block(st)
-        p = _plan(blk) if blk is not None else None
-        if p is not None:
-            old, two = _taps(blk, p)
-            if old >= MIN_GAIN * two:
-                cols, rows, H = _split(blk, p)
-                new += [cols, rows]
-                allocs.append(H)
-                done.append(blk.name_hint)
-                continue
-        new.append(st)
-    if not done:
-        return None
-    body = tirx.SeqStmt(new)
-    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body, root.init, allocs,
-                            root.match_buffers, root.annotations)
-    func = func.with_body(s_tir.SBlockRealize(func.body.iter_values, func.body.predicate, new_root))
-    # the column pass reuses the original block's iterator variables; printing and parsing back gives
-    # each block its own (TIR forbids a variable defined twice)
-    parsed = tvm.script.from_source(func.script())
-    return (parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed), done
+    return rewrite_root_nests(func, rewrite)
 
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
@@ -199,8 +157,5 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     if got is None:
         return None
     func, blocks = got
-    from tvm import s_tir
-
-    s_tir.Schedule(func)  # well-formed (raises otherwise: a bug here, not a candidate failure)
     return [as_candidate(ctx, func, NAME, {"blocks": blocks},
                          f"separable window: {', '.join(blocks)} reduced along columns, then rows")]
