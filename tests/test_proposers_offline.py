@@ -315,3 +315,24 @@ def test_precompute_tables_hoists_twiddles_out_of_the_dft():
     re_body = text.split('T.sblock("re")')[1].split("T.sblock(")[0]
     assert "re_table0[v_k, v_a]" in re_body and "T.cos" not in re_body and "T.sin" not in re_body
     assert precompute(get_task("ex-softmax-512x384").build()) is None
+
+
+def test_memory_layer_builds_on_the_current_schedule():
+    """Memory-layer requests first get operand tiles added to the request's own schedule (kept as is):
+    a cache_read of a GEMM operand computed at the parallel tile or the first reduce loop."""
+    task = get_task("l2-dense_recon_mse-32x128x640")
+    sched = _propose(task.id, k=1)[0].ir
+    assert sched.notes["rule"] == "cpu.tile_reduction"
+    props = OfflineProposer().propose(ProposalRequest("memory", sched, task, "host-cpu", [], 4))
+    mem = [p for p in props if p.meta["rule"] == "mem.cpu_tile_operands"]
+    assert len(mem) == 4 and props[0].meta["rule"] == "mem.cpu_tile_operands"
+    assert {(p.meta["knobs"]["operand"], p.meta["knobs"]["at"]) for p in mem} == {
+        ("H", "tile"), ("H", "reduce"), ("W", "tile"), ("W", "reduce")}
+    for p in mem:
+        assert p.ir.schedule.steps[:len(sched.schedule.steps)] == sched.schedule.steps
+        assert p.ir.memory.steps[:len(sched.memory.steps)] == sched.memory.steps
+        assert p.ir.memory.steps[-1].op == "cache_read"
+    _verify(task, mem[1].ir)
+    # nothing to build on: no candidates from this rule for an unscheduled IR
+    bare = OfflineProposer().propose(ProposalRequest("memory", CandidateIR.initial(task), task, "host-cpu", [], 8))
+    assert all(p.meta["rule"] != "mem.cpu_tile_operands" for p in bare)

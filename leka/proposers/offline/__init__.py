@@ -12,6 +12,7 @@ from leka.targets import get_target
 from ..base import Proposal, ProposalRequest
 from .algorithm import ALGORITHM_RULES
 from .context import RuleContext
+from .memory import MEMORY_RULES
 from .rules import RULES
 
 NAME = "leka-offline-rules"
@@ -100,6 +101,15 @@ class OfflineProposer:
                    key=lambda e: e["speedup"], default=None)
         best_rule, best_knobs = _origin(best) if best else (None, {})
         cands: list[tuple[float, int, CandidateIR]] = []
+        if req.layer == "memory":
+            # decisions added on top of the current schedule come before whole alternative schedules
+            for rule in MEMORY_RULES.get(preset.family, []):
+                if rule.NAME in failed:
+                    continue
+                for n, ir in enumerate(rule.apply(ctx) or []):
+                    if (rule.NAME, json.dumps(ir.notes.get("knobs", {}), sort_keys=True)) not in tried \
+                            and ir.hash() not in tried_hashes:
+                        cands.append((-1000.0 + n, len(cands), ir.with_notes(variant=n)))
         for order, rule in enumerate(RULES.get(preset.family, [])):
             if rule.NAME in failed:
                 continue
@@ -143,8 +153,10 @@ class OfflineProposer:
             # no feedback yet: spread the first proposals over the rules (each rule's first variant),
             # then the remaining variants in order; keep one serial variant among the first k (on small
             # kernels thread start-up loses, and the cost is unknown until measured)
-            firsts, rest, rules_seen = [], [], set()
-            for ir in ordered:
+            incremental = {r.NAME for r in MEMORY_RULES.get(preset.family, [])}
+            firsts = [ir for ir in ordered if ir.notes["rule"] in incremental]  # all of them, in order
+            rest, rules_seen = [], set()
+            for ir in (ir for ir in ordered if ir.notes["rule"] not in incremental):
                 (rest if ir.notes["rule"] in rules_seen else firsts).append(ir)
                 rules_seen.add(ir.notes["rule"])
             ordered = firsts + rest

@@ -19,13 +19,14 @@ class RuleContext:
     target: dict[str, Any]
     history: list[dict[str, Any]] = field(default_factory=list)
     infos: list[BlockInfo] = field(default_factory=list)
+    current: CandidateIR | None = None  # the request's IR as given (schedule kept): memory rules build on it
 
     @classmethod
     def build(cls, task: Any, ir: CandidateIR, preset: Any, history: list[dict[str, Any]]) -> "RuleContext":
         base = ir.with_layer("schedule", []).with_layer("memory", [])
         outputs = {a.name for a in task.outputs}
         infos = analyze(base.apply(), outputs)
-        return cls(task, base, preset.family, dict(preset.facts or {}), dict(preset.target), history, infos)
+        return cls(task, base, preset.family, dict(preset.facts or {}), dict(preset.target), history, infos, ir)
 
     @property
     def cores(self) -> int:
@@ -34,9 +35,11 @@ class RuleContext:
     def info(self, name: str) -> BlockInfo:
         return next(b for b in self.infos if b.name == name)
 
-    def attempt(self, rule: str, knobs: dict[str, Any], build: Callable[[Sketch], None]) -> CandidateIR | None:
-        """Run one variant on a fresh sketch; a step TVM refuses drops the variant."""
-        sk = Sketch(self.base)
+    def attempt(self, rule: str, knobs: dict[str, Any], build: Callable[[Sketch], None],
+                start: CandidateIR | None = None) -> CandidateIR | None:
+        """Run one variant on a fresh sketch of `start` (default: the base, layers cleared); a step TVM
+        refuses drops the variant."""
+        sk = Sketch(start or self.base)
         try:
             build(sk)
         except IRApplyError:
