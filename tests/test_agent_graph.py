@@ -169,3 +169,22 @@ def test_initial_ir_that_does_not_flatten_accepts_first_correct_kernel(tmp_path,
     assert len(accepted) == 1 and accepted[0]["best_before"] == 0.0 and accepted[0]["best_after"] == 0.8
     assert final["correct"] and final["speedup"] == pytest.approx(0.8)
     assert final["contributions"]["by_layer"]["schedule"] == pytest.approx(0.8)
+
+
+def test_enabling_rewrite_becomes_the_base_for_the_layers_below(tmp_path, store):
+    """A correct algorithm rewrite that is not faster alone (0.9x: padding costs a little) but within
+    ENABLING_MIN becomes the base: the schedule layer builds on it (the first such rewrite in the
+    proposer's order, not the fastest), the best stays the answer, and the trace credits the rewrite with
+    its own ratio and the schedule with the rest."""
+    script = {"algorithm": [["a_pad", "a_fuse"], ["a_more"], []], "schedule": [["s_tile"], []], "memory": [[]]}
+    factors = {"a_pad": 0.9, "a_fuse": 0.95, "a_more": 0.92, "s_tile": 10.0}
+    final, steps, proposer, _, _ = _run(tmp_path, store, script, evaluator=FakeEvaluator(factors))
+    assert steps[0]["base"] == 0 and steps[0]["accepted"] is None and steps[0]["best_after"] == 1.0
+    assert steps[1]["base"] is None  # set once: a later neutral rewrite on top does not replace it
+    assert final["best_ir"]["layers"]["algorithm"] == ["a_pad"] and final["best_ir"]["layers"]["schedule"] == ["s_tile"]
+    assert final["speedup"] == pytest.approx(9.0)
+    contrib = final["contributions"]
+    assert [p["kind"] for p in contrib["path"]] == ["base", "accepted"]
+    assert contrib["by_layer"]["algorithm"] == pytest.approx(0.9)
+    assert contrib["by_layer"]["schedule"] == pytest.approx(10.0)
+    assert contrib["total"] == pytest.approx(final["speedup"])

@@ -173,7 +173,8 @@ def _verify(task, ir):
 ALG_CASES = [("alg.fuse_elementwise", lambda: get_task("ex-softmax-512x384")),
              ("alg.split_k", _rowsum_task), ("alg.scan_lanes", _scan_task),
              ("alg.separable_window", lambda: get_task("l1-dilate_3x3-240x320-u8")),
-             ("alg.precompute_tables", lambda: get_task("l1-complex_dft-16x64"))]
+             ("alg.precompute_tables", lambda: get_task("l1-complex_dft-16x64")),
+             ("alg.pad_einsum", lambda: get_task("l2-stft_frame_window_dft-25x512"))]
 
 
 @pytest.mark.parametrize("rule,make", ALG_CASES, ids=[c[0] for c in ALG_CASES])

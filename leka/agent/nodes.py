@@ -84,6 +84,13 @@ class _BudgetStop(Exception):
     pass
 
 
+# A correct algorithm rewrite that is not faster than the initial IR by itself, but within this factor of
+# it, becomes the base the schedule and memory layers build on (zero-padding to the vector width or
+# splitting scans into lanes costs a little unscheduled and is what makes the schedules possible). Only
+# while nothing has been accepted yet: the best measured IR stays the answer either way.
+ENABLING_MIN = 0.8
+
+
 def _evaluate(ctx: AgentContext, key: str, source: str, fn: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
     def produce() -> dict[str, Any]:
         try:
@@ -117,9 +124,10 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
     layers = {name: LayerStatus(**st) for name, st in state["layers"].items()}
     status = layers[layer]
     seen = list(state.get("seen", []))
-    base_ir = ctx.ir_from_json(best["ir"])
-    record = StepRecord(step=step_no, layer=layer, candidates=[], accepted=None, best_before=best["speedup"],
-                        best_after=best["speedup"], error=None)
+    base_ir = ctx.ir_from_json(state.get("base") or best["ir"])
+    record = StepRecord(step=step_no, layer=layer, candidates=[], accepted=None, base=None,
+                        best_before=best["speedup"], best_after=best["speedup"], error=None)
+    enabling: dict[str, Any] | None = None
     stop_reason: str | None = None
     proposals: list[dict[str, Any]] = []
     try:
@@ -183,6 +191,14 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
             record["accepted"] = i
             best = Best(ir=prop["ir"], speedup=float(cand["speedup"]), candidate_ms=cand.get("candidate_ms"),
                         step=step_no, layer=layer, summary=cand.get("summary", ""))
+        elif (layer == LAYERS[0] and best["step"] is None and cand["correct"] and cand.get("speedup")
+              and cand["speedup"] >= ENABLING_MIN * best["speedup"] and record.get("base") is None
+              and not state.get("base")):
+            # an enabling rewrite (see ENABLING_MIN): the first one in the proposer's order, which ranks
+            # structural rewrites (lanes, separation, tables, padding) before fusion; set once (a later
+            # neutral rewrite on top of it, e.g. fusing the padding into the product, is not a base)
+            record["base"] = i
+            enabling = prop["ir"]
 
     # Feedback: classify the step and update this layer's counters (graph.decide reads them).
     evaluated = [c for c in record["candidates"] if c.get("valid") and c.get("failure") != "budget"]
@@ -215,6 +231,12 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
     record["budget_spent"] = _budget_spent(ctx)
     record["elapsed_s"] = round(time.monotonic() - t0, 3)
     update: dict[str, Any] = {"steps": [record], "best": best, "layers": layers, "seen": seen, "layer": layer}
+    if record["accepted"] is not None:
+        update["base"] = None  # the layers below build on the new best
+    elif enabling is not None:
+        update["base"] = enabling
+        for lower in LAYERS[1:]:
+            layers[lower].update(exhausted=False, stall=0, fails=0)
     if stop_reason:
         update["stop_reason"] = stop_reason
     return update

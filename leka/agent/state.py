@@ -69,6 +69,7 @@ class StepRecord(TypedDict, total=False):
     outcome: str  # "improved" | "no_gain" | "failed" | "bad_reply" | "exhausted" | "budget"
     candidates: list[CandidateRecord]
     accepted: int | None  # index into candidates
+    base: int | None  # index of the candidate kept as the base for the layers below (not faster itself)
     best_before: float
     best_after: float
     error: str | None
@@ -102,6 +103,9 @@ class AgentState(TypedDict, total=False):
     policy: dict[str, Any]
     layer: str  # layer the next step runs at
     best: Best
+    # IR the next steps build on when it is not best["ir"]: a correct algorithm rewrite that is not faster
+    # by itself but opens schedules (padding, scan lanes, fusion); None = build on the best
+    base: dict[str, Any] | None
     layers: dict[str, LayerStatus]
     seen: list[str]  # IR hashes already evaluated (or proposed), to spot "nothing new"
     steps: Annotated[list[StepRecord], operator.add]  # append-only step log

@@ -127,20 +127,37 @@ class TraceStore:
 
 
 def contributions(steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """Attribute the speedup to the accepted decisions: each bought best_after/best_before, by layer."""
+    """Attribute the speedup to the accepted decisions: each bought its speedup over the IR it was built
+    on, by layer. An algorithm rewrite kept as the base without being faster (step record "base") counts
+    with its own ratio (often < 1) once a decision built on it is accepted; the decisions on top of it
+    are then credited from its speedup, so the product is still the best speedup."""
     path: list[dict[str, Any]] = []
     by_layer = {name: 1.0 for name in LAYERS}
+    current: float | None = None  # speedup of the IR the next decision builds on
+    pending: dict[str, Any] | None = None  # a base rewrite, counted once something on it is accepted
+
+    def entry(s: dict[str, Any], cand: dict[str, Any], before: float, after: float, kind: str) -> dict[str, Any]:
+        ratio = after / (before or 1.0)  # from "no runnable kernel yet" (0): the speedup over the baseline
+        by_layer[s["layer"]] *= ratio
+        return {"step": s["step"], "layer": s["layer"], "kind": kind, "summary": cand.get("summary", ""),
+                "rationale": cand.get("rationale", ""), "prompt_hash": cand.get("prompt_hash"),
+                "speedup_before": before, "speedup_after": after, "ratio": ratio,
+                "candidate_ms": cand.get("candidate_ms")}
+
     for s in steps:
+        if current is None:
+            current = s.get("best_before") or 0.0
+        if s.get("base") is not None and s.get("accepted") is None:
+            pending = {"step": s, "cand": s["candidates"][s["base"]]}
+            continue
         idx = s.get("accepted")
         if idx is None:
             continue
-        cand = s["candidates"][idx]
-        # From "no runnable kernel yet" (best_before 0), the first kernel bought its speedup over the baseline.
-        ratio = s["best_after"] / (s.get("best_before") or 1.0)
-        by_layer[s["layer"]] *= ratio
-        path.append({"step": s["step"], "layer": s["layer"], "summary": cand.get("summary", ""),
-                     "rationale": cand.get("rationale", ""), "prompt_hash": cand.get("prompt_hash"),
-                     "speedup_before": s["best_before"], "speedup_after": s["best_after"], "ratio": ratio,
-                     "candidate_ms": cand.get("candidate_ms")})
+        if pending is not None:
+            base_speed = float(pending["cand"].get("speedup") or current)
+            path.append(entry(pending["step"], pending["cand"], current, base_speed, "base"))
+            current, pending = base_speed, None
+        path.append(entry(s, s["candidates"][idx], current, s["best_after"], "accepted"))
+        current = s["best_after"]
     total = math.prod(by_layer.values())
     return {"path": path, "by_layer": by_layer, "total": total}
