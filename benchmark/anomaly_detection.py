@@ -11,7 +11,7 @@ from leka.tasks.task import Task
 
 from ._lib.linalg import MCU_SCRATCH, In, Out, int8_gemm_scale, make_task, matmul, matmul_i8, matmul_i8_np
 from ._lib.norm import batchnorm_relu, batchnorm_relu_np
-from ._lib.reduce import scan_script
+from ._lib.reduce import scan_task
 
 D = "anomaly-detection"
 AD = "MLPerf Tiny AD autoencoder"
@@ -150,29 +150,6 @@ def zscore_apply(b: int, d: int, src: str) -> Task:
     )
 
 
-def _scan(pattern: str, c: int, n: int, body: str, allocs: str, ref, flops: int, desc: str) -> Task:
-    script = scan_script(
-        shape=(c, n),
-        params=f'X: T.Buffer(({c}, {n}), "float32"), Y: T.Buffer(({c}, {n}), "float32")',
-        body=body,
-        allocs=allocs,
-    )
-    return make_task(
-        pattern=pattern,
-        tag=f"{c}x{n}",
-        level=1,
-        domain=D,
-        layout="[C,N]",
-        ins=[In("X", (c, n))],
-        outs=[Out("Y", (c, n))],
-        te_fn=None,
-        script=script,
-        ref=ref,
-        flops=flops,
-        desc=desc,
-    )
-
-
 def ewma_zscore(c: int, n: int, src: str, a: float = 0.05) -> Task:
     allocs = f'M = T.sblock_alloc_buffer(({c}, {n}), "float32")\nV = T.sblock_alloc_buffer(({c}, {n}), "float32")'
     pm = "T.if_then_else(vt > 0, M[vc, vt - 1], T.float32(0))"
@@ -191,15 +168,16 @@ def ewma_zscore(c: int, n: int, src: str, a: float = 0.05) -> Task:
             m, v = m + np.float32(a) * d, np.float32(1 - a) * (v + np.float32(a) * d * d)
         return y
 
-    return _scan(
+    return scan_task(
         "ewma_zscore_stream",
         c,
         n,
         body,
-        allocs,
         ref,
         10 * c * n,
         f"streaming EWMA mean/variance and the z-score of each sample against them (α = {a}) ({src})",
+        domain=D,
+        allocs=allocs,
     )
 
 
@@ -214,15 +192,15 @@ def cusum(c: int, n: int, src: str, k: float = 0.5) -> Task:
             y[:, t] = s
         return y
 
-    return _scan(
+    return scan_task(
         "cusum_upper",
         c,
         n,
         body,
-        "",
         ref,
         3 * c * n,
         f"one-sided CUSUM change detector S = max(0, S + x - {k}) ({src})",
+        domain=D,
     )
 
 

@@ -6,12 +6,14 @@ Inputs carry taps-1 samples of history before the block, as arm_fir_f32's state 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from leka.tasks.task import Task
 
 from ._lib.linalg import In, Out, make_task
-from ._lib.reduce import scan_script
+from ._lib.reduce import scan_task
 
 D = "signal-processing"
 
@@ -180,38 +182,7 @@ def median3(c: int, n: int, src: str) -> Task:
     )
 
 
-def _scan_task(
-    pattern: str,
-    c: int,
-    n: int,
-    body: str,
-    ref,
-    flops: int,
-    desc: str,
-    allocs: str = "",
-    dist: str | None = None,
-    tag: str = "",
-) -> Task:
-    script = scan_script(
-        shape=(c, n),
-        params=f'X: T.Buffer(({c}, {n}), "float32"), Y: T.Buffer(({c}, {n}), "float32")',
-        body=body,
-        allocs=allocs,
-    )
-    return make_task(
-        pattern=pattern,
-        tag=f"{c}x{n}{tag}",
-        level=1,
-        domain=D,
-        layout="[C,N]",
-        ins=[In("X", (c, n), dist=dist)],
-        outs=[Out("Y", (c, n))],
-        te_fn=None,
-        script=script,
-        ref=ref,
-        flops=flops,
-        desc=desc,
-    )
+_scan_task = partial(scan_task, domain=D)
 
 
 def prefix_sum(c: int, n: int, src: str) -> Task:

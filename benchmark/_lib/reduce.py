@@ -1,5 +1,6 @@
 """Reduction TE blocks over the last axis of 2-D/3-D tensors: sum/mean/max, softmax, logsumexp,
-variance; plus a TVMScript template for first-order recurrences (TE has no scan for PrimFuncs).
+variance; plus a TVMScript template for first-order recurrences (TE has no scan for PrimFuncs) and the
+task built from it.
 """
 
 from __future__ import annotations
@@ -91,3 +92,19 @@ def scan_script(*, shape: tuple[int, int], params: str, body: str, allocs: str =
         f"            vc = T.axis.spatial({c}, c)\n"
         f"            vt = T.axis.scan({n}, t)\n{body_txt}\n"
     )
+
+
+def scan_task(pattern: str, c: int, n: int, body: str, ref, flops: int, desc: str, *, domain: str,
+              allocs: str = "", dist: str | None = None, tag: str = ""):
+    """An L1 task over a float32 [C, N] recurrence X -> Y written with scan_script (id tag "CxN" + tag)."""
+    from .linalg import In, Out, make_task
+
+    script = scan_script(
+        shape=(c, n),
+        params=f'X: T.Buffer(({c}, {n}), "float32"), Y: T.Buffer(({c}, {n}), "float32")',
+        body=body,
+        allocs=allocs,
+    )
+    return make_task(pattern=pattern, tag=f"{c}x{n}{tag}", level=1, domain=domain, layout="[C,N]",
+                     ins=[In("X", (c, n), dist=dist)], outs=[Out("Y", (c, n))], te_fn=None, script=script,
+                     ref=ref, flops=flops, desc=desc)
