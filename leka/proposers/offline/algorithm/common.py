@@ -81,5 +81,6 @@ def rewrite_root_nests(func: Any, rewrite: Any) -> tuple[Any, list[str]] | None:
                             root.init, allocs, root.match_buffers, root.annotations)
     func = func.with_body(s_tir.SBlockRealize(func.body.iter_values, func.body.predicate, new_root))
     parsed = tvm.script.from_source(func.script())
-    s_tir.Schedule(parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed)  # well-formed, else raises
-    return (parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed), done
+    func = parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed
+    s_tir.Schedule(func)  # well-formed, else raises (a bug in the rewrite, not a candidate failure)
+    return func, done
