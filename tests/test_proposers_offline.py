@@ -174,7 +174,8 @@ ALG_CASES = [("alg.fuse_elementwise", lambda: get_task("ex-softmax-512x384")),
              ("alg.split_k", _rowsum_task), ("alg.scan_lanes", _scan_task),
              ("alg.separable_window", lambda: get_task("l1-dilate_3x3-240x320-u8")),
              ("alg.precompute_tables", lambda: get_task("l1-complex_dft-16x64")),
-             ("alg.pad_einsum", lambda: get_task("l2-stft_frame_window_dft-25x512"))]
+             ("alg.pad_einsum", lambda: get_task("l2-stft_frame_window_dft-25x512")),
+             ("alg.fast_math", lambda: get_task("l2-attentive_pooling-200x256"))]
 
 
 @pytest.mark.parametrize("rule,make", ALG_CASES, ids=[c[0] for c in ALG_CASES])
@@ -337,3 +338,35 @@ def test_memory_layer_builds_on_the_current_schedule():
     # nothing to build on: no candidates from this rule for an unscheduled IR
     bare = OfflineProposer().propose(ProposalRequest("memory", CandidateIR.initial(task), task, "host-cpu", [], 8))
     assert all(p.meta["rule"] != "mem.cpu_tile_operands" for p in bare)
+
+
+@pytest.mark.parametrize("fn", ["exp", "tanh", "sigmoid"])
+def test_fast_math_matches_libm_to_float32_rounding(fn):
+    """The polynomial forms against float64 numpy over the whole finite range (exp: e^-87 .. e^87)."""
+    import tvm
+    from tvm import te, tirx
+
+    from leka.proposers.offline.algorithm.fast_math import approximate
+
+    a = te.placeholder((4096,), "float32", name="A")
+    b = te.compute(a.shape, lambda i: getattr(tirx, fn)(a[i]), name="B")
+    func, blocks = approximate(te.create_prim_func([a, b]).with_attr("global_symbol", "main"))
+    assert blocks == ["B"] and f"T.{fn}(" not in func.script()
+    lib = tvm.compile(tvm.IRModule({"main": func}), target="llvm")
+    x = np.concatenate([np.linspace(-87, 87, 2048), np.random.default_rng(0).standard_normal(2048) * 3])
+    out = tvm.runtime.tensor(np.zeros(4096, "float32"))
+    lib["main"](tvm.runtime.tensor(x.astype("float32")), out)
+    ref = {"exp": np.exp, "tanh": np.tanh, "sigmoid": lambda v: 1 / (1 + np.exp(-v))}[fn](x.astype("float32").astype("float64"))
+    assert np.max(np.abs(out.numpy() - ref) / np.maximum(np.abs(ref), 1e-30)) < 5e-7
+
+
+def test_fast_math_survives_inlining_into_two_consumers():
+    """Softmax's exp stage feeds the denominator and the division: inlining it repeats the polynomial's
+    Let bindings, and the flat script is still valid TVMScript (variables renamed to SSA)."""
+    task = get_task("ex-softmax-512x384")
+    ir = next(p.ir for p in _alg(task) if p.meta["rule"] == "alg.fast_math")
+    exp_block = next(n for n in ir.apply().block_names() if "exp" in n)
+    inlined = ir.with_layer("schedule", [{"op": "compute_inline", "block": exp_block}])
+    assert inlined.validate("host-cpu") == []
+    assert "T.exp(" not in inlined.to_tvmscript("host-cpu")
+    _verify(task, inlined)

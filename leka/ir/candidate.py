@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .errors import IRApplyError, IRFormatError
-from .layers import AlgorithmLayer, MemoryLayer, ScheduleLayer, diff_lines
+from .layers import AlgorithmLayer, MemoryLayer, ScheduleLayer, diff_lines, func_script
 
 LAYERS = ("algorithm", "schedule", "memory")
 _LAYER_TYPES = {"algorithm": AlgorithmLayer, "schedule": ScheduleLayer, "memory": MemoryLayer}
@@ -139,7 +139,7 @@ class CandidateIR:
         errors = check_scheduled(live, self._task(), target)
         if errors:
             raise IRApplyError(errors[0])
-        return live.sch.mod["main"].with_attr("global_symbol", "main").script()
+        return func_script(live.sch.mod["main"].with_attr("global_symbol", "main"))
 
     # ---- presentation ---------------------------------------------------------------------------
     def summary(self, layer: str | None = None) -> str:

@@ -63,6 +63,7 @@ def _worker() -> None:
 
     from .candidate import CandidateIR
     from .checks import check_scheduled
+    from .layers import func_script
 
     req = json.loads(sys.stdin.read())
     args = [(n, tuple(s), d) for n, s, d in req["args"]]
@@ -74,7 +75,7 @@ def _worker() -> None:
         live = ir.apply(func)
         out["errors"] = check_scheduled(live, args, target)
         if req["op"] == "flat" and not out["errors"]:
-            out["script"] = live.sch.mod["main"].with_attr("global_symbol", "main").script()
+            out["script"] = func_script(live.sch.mod["main"].with_attr("global_symbol", "main"))
     except IRApplyError as e:
         out["errors"] = [str(e)]
     print(json.dumps(out))

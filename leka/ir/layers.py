@@ -19,6 +19,16 @@ def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def func_script(func: Any) -> str:
+    """A PrimFunc as TVMScript that parses back. Variables are renamed to single definitions first: a
+    schedule that inlines a block holding a Let into several consumers repeats its binding, which the
+    parser's well-formedness check rejects."""
+    import tvm
+
+    mod = tvm.tirx.transform.ConvertSSA()(tvm.IRModule({"main": func}))
+    return mod["main"].script()
+
+
 @dataclass(frozen=True)
 class AlgorithmLayer:
     """Either the task's own definition (kind "task") or a rewritten PrimFunc as TVMScript text."""
@@ -34,7 +44,7 @@ class AlgorithmLayer:
     @classmethod
     def trusted(cls, func: Any, note: str) -> "AlgorithmLayer":
         """A rewrite built by the package from TE: its text may be parsed in-process."""
-        text = func.script()
+        text = func_script(func)
         _TRUSTED_TEXT_HASHES.add(_text_hash(text))
         return cls("tvmscript", text, note)
 

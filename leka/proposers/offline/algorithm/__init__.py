@@ -6,6 +6,6 @@ printed result as a trusted algorithm layer. Block names stay TVM's, so the sche
 apply on top of the rewritten function unchanged."""
 from __future__ import annotations
 
-from . import fuse_elementwise, pad_einsum, precompute_tables, scan_lanes, separable_window, split_k
+from . import fast_math, fuse_elementwise, pad_einsum, precompute_tables, scan_lanes, separable_window, split_k
 
-ALGORITHM_RULES = [scan_lanes, separable_window, precompute_tables, pad_einsum, split_k, fuse_elementwise]
+ALGORITHM_RULES = [fast_math, scan_lanes, separable_window, precompute_tables, pad_einsum, split_k, fuse_elementwise]

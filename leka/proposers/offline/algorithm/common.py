@@ -54,6 +54,16 @@ def innermost_block(stmt: Any) -> Any | None:
     return stmt.block if isinstance(stmt, s_tir.SBlockRealize) else None
 
 
+def rebuild_nest(stmt: Any, new_block: Any) -> Any:
+    """The perfect loop nest `stmt` with its innermost block replaced by `new_block`."""
+    from tvm import s_tir, tirx
+
+    if isinstance(stmt, tirx.For):
+        return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, rebuild_nest(stmt.body, new_block),
+                        stmt.thread_binding, stmt.annotations)
+    return s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, new_block)
+
+
 def rewrite_root_nests(func: Any, rewrite: Any) -> tuple[Any, list[str]] | None:
     """Apply `rewrite(nest, block) -> (new nests, new buffers) | None` to every root loop nest; None when
     it changed none. The new buffers are allocated at the root. The result is printed and parsed back:
@@ -77,10 +87,42 @@ def rewrite_root_nests(func: Any, rewrite: Any) -> tuple[Any, list[str]] | None:
         done.append(blk.name_hint)
     if not done:
         return None
-    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, tirx.SeqStmt(new),
+    body = new[0] if len(new) == 1 else tirx.SeqStmt(new)
+    new_root = s_tir.SBlock(root.iter_vars, root.reads, root.writes, root.name_hint, body,
                             root.init, allocs, root.match_buffers, root.annotations)
     func = func.with_body(s_tir.SBlockRealize(func.body.iter_values, func.body.predicate, new_root))
     parsed = tvm.script.from_source(func.script())
     func = parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed
     s_tir.Schedule(func)  # well-formed, else raises (a bug in the rewrite, not a candidate failure)
     return func, done
+
+
+BINARY_NODES = ("Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT",
+           "GE", "And", "Or")
+
+
+def map_expr(e: Any, post: Any) -> Any:
+    """Rebuild expression `e` bottom-up: children first, then `post(node) -> replacement | None`.
+    Covers arithmetic, comparisons, casts, selects and calls; other nodes are left as they are."""
+    from tvm import ir, tirx
+
+    kind = type(e).__name__
+    new = e
+    if kind in BINARY_NODES:
+        a, b = map_expr(e.a, post), map_expr(e.b, post)
+        new = e if (a.same_as(e.a) and b.same_as(e.b)) else type(e)(a, b)
+    elif kind == "Not":
+        a = map_expr(e.a, post)
+        new = e if a.same_as(e.a) else tirx.Not(a)
+    elif isinstance(e, tirx.Cast):
+        v = map_expr(e.value, post)
+        new = e if v.same_as(e.value) else tirx.Cast(e.ty, v)
+    elif kind == "Select":
+        c, t, f = (map_expr(x, post) for x in (e.condition, e.true_value, e.false_value))
+        same = c.same_as(e.condition) and t.same_as(e.true_value) and f.same_as(e.false_value)
+        new = e if same else tirx.Select(c, t, f)
+    elif isinstance(e, ir.expr.Call) and not isinstance(e, ir.expr.TensorLoad):
+        args = [map_expr(a, post) for a in e.args]
+        new = e if all(a.same_as(b) for a, b in zip(args, e.args)) else ir.expr.Call(e.op, args, ret_ty=e.ty)
+    got = post(new)
+    return new if got is None else got

@@ -12,14 +12,12 @@ from typing import Any
 from leka.ir import CandidateIR
 
 from ..context import RuleContext
-from .common import as_candidate, loop_nest, point_region, rewrite_root_nests
+from .common import BINARY_NODES, as_candidate, loop_nest, point_region, rebuild_nest, rewrite_root_nests
 
 NAME = "alg.precompute_tables"
 MIN_REUSE = 4
 TRANSCENDENTAL = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh", "cosh",
                   "tanh", "asin", "acos", "atan", "atan2", "pow", "sqrt", "rsqrt", "erf", "sigmoid", "hypot"}
-_BINARY = ("Add", "Sub", "Mul", "Div", "Mod", "FloorDiv", "FloorMod", "Min", "Max", "EQ", "NE", "LT", "LE", "GT",
-           "GE", "And", "Or")
 
 
 def _info(e: Any) -> tuple[set[str], bool, bool]:
@@ -41,7 +39,7 @@ def _info(e: Any) -> tuple[set[str], bool, bool]:
                 visit(a)
             return
         kind = type(x).__name__
-        if kind in _BINARY:
+        if kind in BINARY_NODES:
             visit(x.a)
             visit(x.b)
         elif isinstance(x, tirx.Cast) or kind == "Not":
@@ -68,7 +66,7 @@ def _pick(e: Any, extents: dict[str, int], total: int, out: list[Any]) -> None:
             out.append(e)
             return
     kind = type(e).__name__
-    if kind in _BINARY:
+    if kind in BINARY_NODES:
         _pick(e.a, extents, total, out)
         _pick(e.b, extents, total, out)
     elif isinstance(e, tirx.Cast):
@@ -84,7 +82,7 @@ def _replace(e: Any, swap: list[tuple[Any, Any]]) -> Any:
         if e.same_as(old):
             return new
     kind = type(e).__name__
-    if kind in _BINARY:
+    if kind in BINARY_NODES:
         a, b = _replace(e.a, swap), _replace(e.b, swap)
         return e if (a.same_as(e.a) and b.same_as(e.b)) else type(e)(a, b)
     if isinstance(e, tirx.Cast):
@@ -126,15 +124,6 @@ def _tables(block: Any) -> tuple[list[Any], Any] | None:
     return nests, new
 
 
-def _rebuild_nest(stmt: Any, new_block: Any) -> Any:
-    from tvm import s_tir, tirx
-
-    if isinstance(stmt, tirx.For):
-        return tirx.For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, _rebuild_nest(stmt.body, new_block),
-                        stmt.thread_binding, stmt.annotations)
-    return s_tir.SBlockRealize(stmt.iter_values, stmt.predicate, new_block)
-
-
 def precompute(func: Any) -> tuple[Any, list[str]] | None:
     """The function with qualifying subexpressions moved into tables; None when there are none."""
     def rewrite(nest: Any, blk: Any):
@@ -142,7 +131,7 @@ def precompute(func: Any) -> tuple[Any, list[str]] | None:
         if got is None:
             return None
         tables, new_blk = got
-        return [n for n, _ in tables] + [_rebuild_nest(nest, new_blk)], [t for _, t in tables]
+        return [n for n, _ in tables] + [rebuild_nest(nest, new_blk)], [t for _, t in tables]
 
     return rewrite_root_nests(func, rewrite)
 
