@@ -1,6 +1,8 @@
 """Offline proposer: determinism, proposals apply/compile for the example tasks, feedback use."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -370,3 +372,30 @@ def test_fast_math_survives_inlining_into_two_consumers():
     assert inlined.validate("host-cpu") == []
     assert "T.exp(" not in inlined.to_tvmscript("host-cpu")
     _verify(task, inlined)
+
+
+def test_per_feature_normalisation_becomes_a_table_and_column_sums_a_row_of_accumulators():
+    """CMVN: rsqrt(var + eps) depends on the feature only, so it moves into an 80-entry table (reading the
+    variance buffer) that the schedule rules keep rather than inline back; the 300-frame column sums get
+    cpu.short_reduction (frames outside, features vectorised), including a variant leaving the rest to LLVM."""
+    from leka.proposers.offline.algorithm.precompute_tables import precompute
+
+    task = get_task("l1-cmvn_utterance-300x80")
+    func, blocks = precompute(task.build())
+    y_body = func.script().split('T.sblock("Y")')[1]
+    assert blocks == ["Y"] and "T.rsqrt" not in y_body and "ss[" not in y_body
+    assert 'Y_table0[v_f] = T.rsqrt(ss[v_f]' in func.script()
+    ir = next(p.ir for p in _alg(task) if p.meta["rule"] == "alg.precompute_tables")
+    sched = OfflineProposer().propose(ProposalRequest("schedule", ir, task, "host-cpu", [], 8))
+    assert sched and not any(s.op == "compute_inline" and s.args["block"] == "Y_table0"
+                             for p in sched for s in p.ir.schedule.steps)
+    plain = OfflineProposer().propose(ProposalRequest("schedule", CandidateIR.initial(task), task, "host-cpu", [], 8))
+    short = [p for p in plain if p.meta["rule"] == "cpu.short_reduction"]
+    assert {json.dumps(p.meta["knobs"], sort_keys=True) for p in short} >= {'{"parallel": false}',
+                                                                              '{"parallel": false, "rest": false}'}
+    lean = next(p.ir for p in short if p.meta["knobs"].get("rest") is False)
+    ops = [s.op for s in lean.schedule.steps]
+    assert ops.count("reorder") == 2 and ops.count("vectorize") == 2  # tot and ss, nothing else vectorised
+    assert not any(s.args.get("block") == "Y" or str(s.args.get("loop", "")).startswith("Y.")
+                   for s in lean.schedule.steps)
+    _verify(task, lean)

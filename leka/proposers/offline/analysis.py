@@ -21,6 +21,14 @@ class BlockInfo:
     # a read ignores some spatial iterator of extent > 1: an operand reused across outputs (GEMM, conv,
     # attention), as opposed to a row reduction whose every read walks all the output's iterators
     reuse: bool = False
+    transcendental: bool = False  # calls exp, log, sqrt, sin ... (libm calls on CPU)
+
+    @property
+    def iterations(self) -> int:
+        n = 1
+        for e in self.extents:
+            n *= e
+        return n
 
     @property
     def is_float(self) -> bool:
@@ -44,6 +52,15 @@ class BlockInfo:
         return bool(self.reduce)
 
 
+TABLE_REUSE = 4  # a costly stage this many times smaller than the largest is a table, not a fusion candidate
+
+
+def keep_as_table(b: BlockInfo, infos: list[BlockInfo]) -> bool:
+    """A transcendental stage over far fewer iterations than the kernel (a per-feature 1/sqrt, a twiddle
+    table): inlining it would evaluate it once per consumer iteration again."""
+    return b.transcendental and b.iterations * TABLE_REUSE <= max(x.iterations for x in infos)
+
+
 def _uses(expr: Any, var: str) -> bool:
     from tvm.tirx.analysis import undefined_vars
 
@@ -56,6 +73,10 @@ def _last_index_only(regions: Any, var: str) -> bool:
         if uses and uses != [len(reg.region) - 1]:
             return False
     return True
+
+
+_TRANSCENDENTAL_CALL = re.compile(r"T\.(exp|exp2|exp10|log|log2|log10|log1p|sin|cos|tan|sinh|cosh|tanh|asin|acos|"
+                                  r"atan|atan2|pow|sqrt|rsqrt|erf|sigmoid|hypot)\(")
 
 
 def _buffer_dtypes(live: Any) -> dict[str, str]:
@@ -91,7 +112,8 @@ def analyze(live: Any, output_names: set[str]) -> list[BlockInfo]:
         writes = {w.source.name for w in blk.writes}
         dtype = next((dtypes[w] for w in writes if w in dtypes), "float32")
         bits = int(re.sub(r"\D", "", dtype) or 32)
+        body = str(blk.body)
         infos.append(BlockInfo(name, tuple(loops), extents, kinds, bool(writes & output_names),
-                               "if_then_else" in str(blk.body) or "T.if_then_else" in str(blk.body),
-                               inner_ok, red_ok, bits, dtype, reuse))
+                               "if_then_else" in body, inner_ok, red_ok, bits, dtype, reuse,
+                               bool(_TRANSCENDENTAL_CALL.search(body))))
     return infos

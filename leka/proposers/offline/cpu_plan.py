@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .analysis import BlockInfo
+from .analysis import BlockInfo, keep_as_table
 from .sketch import Sketch
 
 
@@ -27,10 +27,11 @@ def divisors_near(extent: int, wanted: list[int]) -> list[int]:
 
 def inline_intermediates(sk: Sketch, infos: list[BlockInfo], inline_padding: bool = False) -> list[str]:
     """compute_inline spatial-only blocks that do not write an output (padding only when asked:
-    inlining it puts if_then_else inside the vector loop)."""
+    inlining it puts if_then_else inside the vector loop) and not the small transcendental tables."""
     done = []
     for b in infos:
-        if b.writes_output or b.is_reduction or b.is_ordered or (b.has_condition and not inline_padding):
+        if b.writes_output or b.is_reduction or b.is_ordered or (b.has_condition and not inline_padding) \
+                or keep_as_table(b, infos):
             continue
         if sk.try_do("compute_inline", block=b.name) is not None:
             done.append(b.name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from leka.ir import CandidateIR
 
+from ..analysis import keep_as_table
 from ..context import RuleContext
 from .common import as_candidate, fresh_schedule
 
@@ -17,7 +18,8 @@ def fuse(ctx: RuleContext, padding: bool):
     sch = fresh_schedule(ctx)
     done = []
     for b in ctx.infos:
-        if b.writes_output or b.is_reduction or b.is_ordered or (b.has_condition and not padding):
+        if b.writes_output or b.is_reduction or b.is_ordered or (b.has_condition and not padding) \
+                or keep_as_table(b, ctx.infos):
             continue
         try:
             sch.compute_inline(sch.get_sblock(b.name))

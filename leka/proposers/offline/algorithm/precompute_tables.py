@@ -1,8 +1,9 @@
 """Precomputed tables: a transcendental subexpression of a block's body that depends on a few of its
-iterators only and reads no buffer (DFT twiddles cos(2*pi*k*n/N), window functions, spatial Gaussian
-weights, rotary angles) is evaluated once per distinct index into a table by a new block, and the body
-reads the table. A DFT over 16 signals then computes its 64x64 twiddles once instead of 16 times, and
-the reduction that remains is a plain GEMM-like product the schedule rules tile.
+iterators only (DFT twiddles cos(2*pi*k*n/N), window functions, spatial Gaussian weights, rotary angles,
+a per-feature 1/sqrt(var + eps) applied to every frame) is evaluated once per distinct index into a table
+by a new block placed just before the block, and the body reads the table. A DFT over 16 signals then
+computes its 64x64 twiddles once instead of 16 times, and the reduction that remains is a plain
+GEMM-like product the schedule rules tile. The subexpression may read buffers the block does not write.
 
 Taken when the iterators the subexpression uses span at most 1/MIN_REUSE of the block's iterations."""
 from __future__ import annotations
@@ -20,17 +21,18 @@ TRANSCENDENTAL = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sin"
                   "tanh", "asin", "acos", "atan", "atan2", "pow", "sqrt", "rsqrt", "erf", "sigmoid", "hypot"}
 
 
-def _info(e: Any) -> tuple[set[str], bool, bool]:
-    """(iterator names used, reads a buffer, calls a transcendental) of an expression."""
+def _info(e: Any) -> tuple[set[str], list[Any], bool]:
+    """(iterator names used, the loads it makes, calls a transcendental) of an expression."""
     from tvm import ir, tirx
     from tvm.tirx.analysis import undefined_vars
 
-    loads = transc = False
+    loads: list[Any] = []
+    transc = False
 
     def visit(x: Any) -> None:
-        nonlocal loads, transc
+        nonlocal transc
         if isinstance(x, ir.expr.TensorLoad):
-            loads = True
+            loads.append(x)
             return
         if isinstance(x, ir.expr.Call):
             name = getattr(x.op, "name", "")
@@ -50,15 +52,17 @@ def _info(e: Any) -> tuple[set[str], bool, bool]:
             visit(x.false_value)
 
     visit(e)
-    return {v.name for v in undefined_vars(e)}, loads, transc
+    buffers = {ld.source.name for ld in loads}  # a load's buffer variable is not an iterator
+    return {v.name for v in undefined_vars(e)} - buffers, loads, transc
 
 
-def _pick(e: Any, extents: dict[str, int], total: int, out: list[Any]) -> None:
+def _pick(e: Any, extents: dict[str, int], total: int, written: Any, out: list[Any]) -> None:
     """Collect the largest qualifying subexpressions (top-down: a taken node is not descended)."""
     from tvm import ir, tirx
 
     names, loads, transc = _info(e)
-    if not loads and transc and names and names <= set(extents):
+    own = any(ld.source.same_as(written) for ld in loads)  # an accumulator read is not invariant
+    if not own and transc and names and names <= set(extents):
         span = 1
         for n in names:
             span *= extents[n]
@@ -67,10 +71,10 @@ def _pick(e: Any, extents: dict[str, int], total: int, out: list[Any]) -> None:
             return
     kind = type(e).__name__
     if kind in BINARY_NODES:
-        _pick(e.a, extents, total, out)
-        _pick(e.b, extents, total, out)
+        _pick(e.a, extents, total, written, out)
+        _pick(e.b, extents, total, written, out)
     elif isinstance(e, tirx.Cast):
-        _pick(e.value, extents, total, out)
+        _pick(e.value, extents, total, written, out)
     elif isinstance(e, ir.expr.Call) or kind == "Select":
         pass  # not rebuilt below: a subexpression inside stays in place
 
@@ -103,22 +107,25 @@ def _tables(block: Any) -> tuple[list[Any], Any] | None:
     for v in extents.values():
         total *= v
     found: list[Any] = []
-    _pick(store.value, extents, total, found)
+    _pick(store.value, extents, total, store.buffer, found)
     if not found:
         return None
     nests, swap, reads = [], [], list(block.reads)
     for n, expr in enumerate(found):
-        names = _info(expr)[0]
+        names, loads, _ = _info(expr)
         ivs = [iv for iv in block.iter_vars if iv.var.name in names]
         tab = tirx.decl_buffer([iv.dom.extent for iv in ivs], expr.ty, f"{block.name_hint}_table{n}")
         idx = [iv.var for iv in ivs]
         t_ivs = [tirx.IterVar(iv.dom, iv.var, 0) for iv in ivs]
         region = point_region(tab, idx)
-        t_blk = s_tir.SBlock(t_ivs, [], [region], tab.name, tirx.BufferStore(tab, expr, idx))
+        t_reads = [point_region(ld.source, list(ld.indices)) for ld in loads]
+        t_blk = s_tir.SBlock(t_ivs, t_reads, [region], tab.name, tirx.BufferStore(tab, expr, idx))
         nests.append((loop_nest(t_blk, t_ivs), tab))
         swap.append((expr, tirx.BufferLoad(tab, idx)))
         reads.append(region)
     body = tirx.BufferStore(store.buffer, _replace(store.value, swap), store.indices)
+    still = {ld.source.name for ld in _info(body.value)[1]}  # a buffer only the table reads leaves the block's reads
+    reads = [r for r in reads if r.source.name in still]
     new = s_tir.SBlock(block.iter_vars, reads, block.writes, block.name_hint, body, block.init,
                        block.alloc_buffers, block.match_buffers, block.annotations)
     return nests, new

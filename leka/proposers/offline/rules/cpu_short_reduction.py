@@ -10,7 +10,9 @@ from ..context import RuleContext
 from ..cpu_plan import inline_intermediates, lanes_for, parallel_outer, schedule_rest, vectorize_inner
 
 NAME = "cpu.short_reduction"
-MAX_WINDOW = 256  # reduce iterations per output; longer reductions are cpu.tile_reduction's / rfactor's
+MAX_WINDOW = 256  # reduce iterations per output; longer reductions are cpu.tile_reduction's / rfactor's,
+# except column reductions (the reduce iterator strides through memory, the spatial one is contiguous:
+# per-feature statistics over frames), whose only vector form is this one: a row of accumulators
 
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
@@ -23,13 +25,15 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
             window *= b.extents[i]
         # float only: narrow integer sums widened to 32-bit lanes lose to LLVM's own vectoriser
         if b.is_reduction and b.is_float and not b.is_ordered and b.inner_contiguous and len(b.kinds) == len(b.loops) \
-                and window <= MAX_WINDOW and len(b.spatial) >= 1:
+                and (window <= MAX_WINDOW or not b.reduce_contiguous) and len(b.spatial) >= 1:
             mains.append(b)
     if not mains:
         return None
     out = []
-    for parallel in (False, True):
-        def build(sk, parallel=parallel):
+    # rest=False leaves the other stages to LLVM's own vectoriser: an elementwise stage that calls
+    # rsqrt/exp per element can lose to it when vectorised explicitly (cmvn: 36 us against 3.6 us)
+    for parallel, rest in ((False, True), (True, True), (False, False)):
+        def build(sk, parallel=parallel, rest=rest):
             done = set(inline_intermediates(sk, ctx.infos))
             for b in mains:
                 if b.name not in sk.live.block_names():
@@ -45,9 +49,12 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
                 if parallel and len(sp) > 1:
                     parallel_outer(sk, sp[:-1], ctx.cores)
                 sk.do("decompose_reduction", block=b.name, loop=rd[0])
-            schedule_rest(sk, ctx.infos, done | {b.name for b in mains},
-                          lambda b: lanes_for(ctx.facts, b.dtype_bits), ctx.cores, rfactor=False, parallel=parallel)
-        ir = ctx.attempt(NAME, {"parallel": parallel}, build)
+            if rest:
+                schedule_rest(sk, ctx.infos, done | {b.name for b in mains},
+                              lambda b: lanes_for(ctx.facts, b.dtype_bits), ctx.cores, rfactor=False,
+                              parallel=parallel)
+        knobs = {"parallel": parallel} if rest else {"parallel": parallel, "rest": False}
+        ir = ctx.attempt(NAME, knobs, build)
         if ir is not None:
             out.append(ir)
     return out or None
