@@ -77,7 +77,8 @@ def test_failures_are_recorded_steps_and_run_goes_on(tmp_path, store):
     # garbage reply, compile crash, hanging candidate, segfault, wrong result: each a recorded step.
     script = {"algorithm": ["GARBAGE", ["crash_ptr"], ["hang_loop"], ["a_fast"], []],
               "schedule": [["segv_vec", "wrong_idx"], ["s_fast"], []], "memory": [["noapply_cache"], []]}
-    final, steps, *_ = _run(tmp_path, store, script, Policy(k=2, max_retries=3))
+    # control=False: both scripted schedule moves in one step (no control proposal takes a slot)
+    final, steps, *_ = _run(tmp_path, store, script, Policy(k=2, max_retries=3, control=False))
     outcomes = [(s["layer"], s["outcome"]) for s in steps]
     assert outcomes[:4] == [("algorithm", "bad_reply"), ("algorithm", "failed"), ("algorithm", "failed"),
                             ("algorithm", "improved")]
@@ -188,3 +189,22 @@ def test_enabling_rewrite_becomes_the_base_for_the_layers_below(tmp_path, store)
     assert contrib["by_layer"]["algorithm"] == pytest.approx(0.9)
     assert contrib["by_layer"]["schedule"] == pytest.approx(10.0)
     assert contrib["total"] == pytest.approx(final["speedup"])
+
+
+def test_first_schedule_step_on_a_rewrite_also_schedules_the_task_algorithm(tmp_path, store):
+    """A rewrite that wins a little alone (split-K 1.1x) is accepted, but its schedules may be worse
+    than those of the task's own algorithm: the first schedule step asks k-1 proposals on the rewrite
+    and one on the initial IR (a control). The control wins here, becomes the best, and the trace
+    restarts from the initial IR (the rewrite is not in the answer)."""
+    script = {"algorithm": [["a_split"], []], "schedule": [["s_on_split"], ["s_tile"], []], "memory": [[]]}
+    factors = {"a_split": 1.1, "s_on_split": 1.5, "s_tile": 4.0}
+    final, steps, proposer, _, _ = _run(tmp_path, store, script, evaluator=FakeEvaluator(factors))
+    sched = next(s for s in steps if s["layer"] == "schedule")
+    assert [c.get("control", False) for c in sched["candidates"]] == [False, True]
+    assert final["best_ir"]["layers"] == {"algorithm": [], "schedule": ["s_tile"], "memory": []}
+    assert final["speedup"] == pytest.approx(4.0)
+    contrib = final["contributions"]
+    assert [(p["layer"], p["ratio"]) for p in contrib["path"]] == [("schedule", pytest.approx(4.0))]
+    assert contrib["by_layer"]["algorithm"] == 1.0 and contrib["total"] == pytest.approx(4.0)
+    later = [s for s in steps if s["layer"] == "schedule"][1:]
+    assert not any(c.get("control") for s in later for c in s["candidates"])  # once per run

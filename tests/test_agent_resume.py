@@ -73,7 +73,9 @@ def test_kill_and_resume(tmp_path):
     with sqlite3.connect(str(tmp_path / "agent.sqlite")) as c:
         steps = [json.loads(r[0]) for r in c.execute("SELECT record FROM agent_steps ORDER BY step")]
     assert [s["step"] for s in steps] == list(range(1, len(steps) + 1))
-    assert len(calls) == len(steps)  # exactly one proposer call per step, across the kill
+    # one proposer call per step across the kill, plus at most one control call (the first schedule step
+    # on a rewrite also asks for a schedule of the task's own algorithm, in the same journaled step)
+    assert len(steps) <= len(calls) <= len(steps) + 1
     # Every measurement finished before the kill is in the final trace, with its result.
     traced = {c["source_hash"]: c["speedup"] for s in steps for c in s["candidates"] if c.get("source_hash")}
     import hashlib

@@ -404,7 +404,7 @@ def test_per_feature_normalisation_becomes_a_table_and_column_sums_a_row_of_accu
 def test_partition_borders_annotates_reflect_padded_stencils():
     """A 5x5 box filter with reflect indices: the rule fuses the 3 channels into the row, runs rows in
     parallel and asks TVM to partition both loops (border pieces + branch-free interior); the result is
-    correct. A kernel without index conditions is not the rule's."""
+    correct. Kernels without a range test on a spatial iterator are not the rule's."""
     task = get_task("l1-box_filter_5x5_f32-120x160x3")
     props = OfflineProposer().propose(ProposalRequest("schedule", CandidateIR.initial(task), task, "host-cpu", [], 2))
     first = props[0]
@@ -418,5 +418,7 @@ def test_partition_borders_annotates_reflect_padded_stencils():
     from leka.proposers.offline.context import RuleContext
     from leka.targets import get_target
 
-    plain = get_task("ex-softmax-512x384")
-    assert cpu_partition_borders.apply(RuleContext.build(plain, CandidateIR.initial(plain), get_target("host-cpu"), [])) is None
+    # no condition; a guard on reduce iterators only (adaptive pooling); a channel switch (v_c == 0)
+    for other in ("ex-softmax-512x384", "l1-adaptive_avgpool2d_nchw-256x13x13x6", "l1-depth_to_pointcloud-120x160"):
+        t = get_task(other)
+        assert cpu_partition_borders.apply(RuleContext.build(t, CandidateIR.initial(t), get_target("host-cpu"), [])) is None

@@ -91,6 +91,16 @@ class _BudgetStop(Exception):
 ENABLING_MIN = 0.8
 
 
+def _control_due(state: AgentState, ctx: AgentContext, layer: str, base_ir: Any, k: int) -> bool:
+    """The first schedule step on a rewritten algorithm also schedules the task's own (one of k): a
+    rewrite's speed unscheduled says little about its schedules (split-K wins 1.1x alone and then
+    rules out the tiled product that wins 4x), so the layer below measures both before building on one."""
+    origin = state.get("origin")
+    return (layer == LAYERS[1] and k >= 2 and origin is not None
+            and base_ir.summary(LAYERS[0]) != ctx.ir_from_json(origin).summary(LAYERS[0])
+            and not any(c.get("control") for s in state.get("steps", []) for c in s.get("candidates", [])))
+
+
 def _evaluate(ctx: AgentContext, key: str, source: str, fn: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
     def produce() -> dict[str, Any]:
         try:
@@ -125,6 +135,7 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
     status = layers[layer]
     seen = list(state.get("seen", []))
     base_ir = ctx.ir_from_json(state.get("base") or best["ir"])
+    control = policy.control and _control_due(state, ctx, layer, base_ir, policy.k)
     record = StepRecord(step=step_no, layer=layer, candidates=[], accepted=None, base=None,
                         best_before=best["speedup"], best_after=best["speedup"], error=None)
     enabling: dict[str, Any] | None = None
@@ -134,8 +145,14 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
         if ctx.budget is not None:
             ctx.budget.check_time()
         history = feedback_history(steps, policy.history_len)
-        proposals = _journaled(ctx, f"step{step_no}:proposals", lambda: [
-            _proposal_to_json(p, layer) for p in ctx.propose(layer, base_ir, history, policy.k)])
+
+        def produce() -> list[dict[str, Any]]:
+            out = [_proposal_to_json(p, layer) for p in ctx.propose(layer, base_ir, history, policy.k - (1 if control else 0))]
+            if control:
+                out += [_proposal_to_json(p, layer) | {"control": True}
+                        for p in ctx.propose(layer, ctx.ir_from_json(state["origin"]), history, 1)]
+            return out
+        proposals = _journaled(ctx, f"step{step_no}:proposals", produce)
     except ctx.budget_errors as e:
         stop_reason = f"budget: {e}"
     except Exception as e:  # garbage reply, proposer crash: a recorded failed step, then retry
@@ -153,6 +170,8 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
                                cost_usd=meta.get("cost_usd"), cached=meta.get("cached"),
                                replayed=meta.get("replayed"), valid=False, compiled=False, correct=False,
                                failure=None, error=None, speedup=None, candidate_ms=None)
+        if prop.get("control"):
+            cand["control"] = True
         record["candidates"].append(cand)
         try:
             ir = ctx.ir_from_json(prop["ir"])

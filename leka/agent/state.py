@@ -22,6 +22,7 @@ class Policy:
     max_retries: int = 2  # failing steps in a row at a layer before it is given up (treated as exhausted)
     max_steps: int = 24  # hard cap on steps per run, whatever the budget says
     history_len: int = 24  # feedback entries handed to the proposer
+    control: bool = True  # first schedule step on a rewritten algorithm also schedules the task's own
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -61,6 +62,7 @@ class CandidateRecord(TypedDict, total=False):
     candidate_ms: float | None
     baseline_ms: float | None
     source_hash: str | None
+    control: bool  # built on the task's own algorithm while the best has a rewritten one (see nodes)
 
 
 class StepRecord(TypedDict, total=False):
@@ -106,6 +108,8 @@ class AgentState(TypedDict, total=False):
     # IR the next steps build on when it is not best["ir"]: a correct algorithm rewrite that is not faster
     # by itself but opens schedules (padding, scan lanes, fusion); None = build on the best
     base: dict[str, Any] | None
+    # the IR the run started from: the first schedule step after an algorithm rewrite also schedules it
+    origin: dict[str, Any] | None
     layers: dict[str, LayerStatus]
     seen: list[str]  # IR hashes already evaluated (or proposed), to spot "nothing new"
     steps: Annotated[list[StepRecord], operator.add]  # append-only step log
@@ -121,7 +125,7 @@ def initial_state(run_id: str, task_id: str, target: str, proposer: str, policy:
     0.0 when it is not (unbound blocks on a GPU target), so the first correct candidate is accepted."""
     return AgentState(
         run_id=run_id, task=task_id, target=target, proposer=proposer, policy=policy.to_json(),
-        layer=LAYERS[0],
+        layer=LAYERS[0], origin=initial_ir,
         best=Best(ir=initial_ir, speedup=initial_speedup, candidate_ms=None, step=None, layer=None, summary=initial_summary),
         layers={name: LayerStatus(steps=0, stall=0, fails=0, exhausted=False, accepted=0) for name in LAYERS},
         seen=[], steps=[], decision=Decision(decision="start", next=LAYERS[0], reason="start"),

@@ -130,7 +130,9 @@ def contributions(steps: list[dict[str, Any]]) -> dict[str, Any]:
     """Attribute the speedup to the accepted decisions: each bought its speedup over the IR it was built
     on, by layer. An algorithm rewrite kept as the base without being faster (step record "base") counts
     with its own ratio (often < 1) once a decision built on it is accepted; the decisions on top of it
-    are then credited from its speedup, so the product is still the best speedup."""
+    are then credited from its speedup, so the product is still the best speedup. A winning control
+    candidate (scheduled on the task's own algorithm, see nodes._control_due) drops the rewrite: the
+    path restarts from the initial IR."""
     path: list[dict[str, Any]] = []
     by_layer = {name: 1.0 for name in LAYERS}
     current: float | None = None  # speedup of the IR the next decision builds on
@@ -153,6 +155,10 @@ def contributions(steps: list[dict[str, Any]]) -> dict[str, Any]:
         idx = s.get("accepted")
         if idx is None:
             continue
+        if s["candidates"][idx].get("control"):  # the earlier algorithm decisions are not in this IR
+            path.clear()
+            by_layer.update({name: 1.0 for name in LAYERS})
+            pending, current = None, steps[0].get("best_before") or 0.0
         if pending is not None:
             base_speed = float(pending["cand"].get("speedup") or current)
             path.append(entry(pending["step"], pending["cand"], current, base_speed, "base"))

@@ -22,6 +22,9 @@ class BlockInfo:
     # attention), as opposed to a row reduction whose every read walks all the output's iterators
     reuse: bool = False
     transcendental: bool = False  # calls exp, log, sqrt, sin ... (libm calls on CPU)
+    # a range test on a spatial iterator (v_y < 2, t - k >= 0): padding written into the body, which
+    # loop partitioning removes from the interior; a guard on reduce iterators only is not one
+    border_condition: bool = False
 
     @property
     def iterations(self) -> int:
@@ -79,6 +82,14 @@ _TRANSCENDENTAL_CALL = re.compile(r"T\.(exp|exp2|exp10|log|log2|log10|log1p|sin|
                                   r"atan|atan2|pow|sqrt|rsqrt|erf|sigmoid|hypot)\(")
 
 
+_COMPARISON = re.compile(r"([\w.() +\-*]+?)\s(?:<=|>=|<|>)\s([\w.() +\-*]+)")
+
+
+def _border_condition(body: str, spatial_vars: list[str]) -> bool:
+    names = set(spatial_vars)
+    return any(names & set(re.findall(r"\w+", a + " " + b)) for a, b in _COMPARISON.findall(body))
+
+
 def _buffer_dtypes(live: Any) -> dict[str, str]:
     func = live.sch.mod["main"]
     out = {p.name: str(p.dtype) for p in func.params}
@@ -115,5 +126,7 @@ def analyze(live: Any, output_names: set[str]) -> list[BlockInfo]:
         body = str(blk.body)
         infos.append(BlockInfo(name, tuple(loops), extents, kinds, bool(writes & output_names),
                                "if_then_else" in body, inner_ok, red_ok, bits, dtype, reuse,
-                               bool(_TRANSCENDENTAL_CALL.search(body))))
+                               bool(_TRANSCENDENTAL_CALL.search(body)),
+                               "if_then_else" in body and len(ivs) == len(loops)
+                               and _border_condition(body, [ivs[i].var.name for i in sp])))
     return infos

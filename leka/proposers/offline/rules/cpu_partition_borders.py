@@ -41,7 +41,7 @@ def _partition(sk: Sketch, name: str, spatial: list[int], lanes: int, cores: int
 
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
-    if ctx.family != "cpu" or not any(b.has_condition for b in ctx.infos):
+    if ctx.family != "cpu" or not any(b.border_condition for b in ctx.infos):
         return None
     out = []
     for parallel, fuse, inline_padding in ((True, True, False), (True, False, False), (False, True, False),
