@@ -159,6 +159,22 @@ def test_finalize_remeasures_when_fresh_worker_disagrees(tmp_path, store):
     assert final["remeasured_speedups"] == [0.05, 5.5, 6.2] and final["speedup"] == 5.5
 
 
+@pytest.mark.parametrize("first,remeasured", [(2.0, [2.0, 3.1, 2.9]), (2.6, [2.6])])
+def test_finalize_remeasure_threshold(tmp_path, store, first, remeasured):
+    """1.5x apart (3.0 in the search, 2.0 fresh) is re-measured (median reported); 1.15x apart is not."""
+    runs = iter([first, 3.1, 2.9])
+
+    def fresh(src):
+        return FakeEvaluator()(src) | {"speedup": next(runs)}
+
+    proposer = ScriptedProposer({"schedule": [["s_fast"], []]})
+    ctx = make_context(f"thr{first}", store, proposer, FakeEvaluator(), remeasure=fresh)
+    final = drive(ctx, store, policy=Policy(k=2), checkpoint=tmp_path / "ckpt.sqlite")
+    assert final["search_speedup"] == pytest.approx(3.0)
+    assert final["remeasured_speedups"] == remeasured
+    assert final["speedup"] == sorted(remeasured)[len(remeasured) // 2]
+
+
 def test_initial_ir_that_does_not_flatten_accepts_first_correct_kernel(tmp_path, store):
     # On a GPU target the unscheduled IR is no kernel (unbound blocks): a 0.8x kernel is still progress.
     script = {"schedule": [["bind_slow"], []]}

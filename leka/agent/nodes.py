@@ -265,7 +265,13 @@ def _source_digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _disagrees(fresh: float | None, search: float, factor: float = 2.0) -> bool:
+# Fresh worker and search disagreeing by more than this factor (either way) triggers two more fresh
+# measurements and the median run is reported: the same rule as experiments/offline_proposer_l1.py. At 2x,
+# 1.8x swings of 40-70 us kernels on this shared 2-core machine went unchecked.
+REMEASURE_DISAGREEMENT = 1.25
+
+
+def _disagrees(fresh: float | None, search: float, factor: float = REMEASURE_DISAGREEMENT) -> bool:
     return fresh is not None and search > 0 and fresh > 0 and max(fresh / search, search / fresh) > factor
 
 
@@ -281,8 +287,8 @@ def finalize(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         res = _evaluate(ctx, "final:eval", source, fn)
         remeasures.append(res.get("speedup"))
         if _disagrees(res.get("speedup"), best["speedup"]):
-            # Search and fresh worker disagree by > 2x (timing noise on a shared machine): measure twice
-            # more in fresh workers and report the median run, all three recorded.
+            # Search and fresh worker disagree (timing noise on a shared machine): measure twice more in
+            # fresh workers and report the median run, all three recorded.
             runs = [res] + [_evaluate(ctx, f"final:eval{i}", source, fn) for i in (2, 3)]
             remeasures = [r.get("speedup") for r in runs]
             if all(r.get("correct") and r.get("speedup") for r in runs):
