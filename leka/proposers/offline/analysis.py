@@ -78,8 +78,9 @@ def _last_index_only(regions: Any, var: str) -> bool:
     return True
 
 
-_TRANSCENDENTAL_CALL = re.compile(r"T\.(exp|exp2|exp10|log|log2|log10|log1p|sin|cos|tan|sinh|cosh|tanh|asin|acos|"
-                                  r"atan|atan2|pow|sqrt|rsqrt|erf|sigmoid|hypot)\(")
+TRANSCENDENTAL = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh", "cosh",
+                  "tanh", "asin", "acos", "atan", "atan2", "pow", "sqrt", "rsqrt", "erf", "sigmoid", "hypot"}
+_TRANSCENDENTAL_CALL = re.compile(rf"T\.({'|'.join(sorted(TRANSCENDENTAL))})\(")
 
 
 _COMPARISON = re.compile(r"([\w.() +\-*]+?)\s(?:<=|>=|<|>)\s([\w.() +\-*]+)")
@@ -124,9 +125,9 @@ def analyze(live: Any, output_names: set[str]) -> list[BlockInfo]:
         dtype = next((dtypes[w] for w in writes if w in dtypes), "float32")
         bits = int(re.sub(r"\D", "", dtype) or 32)
         body = str(blk.body)
+        cond = "if_then_else" in body
         infos.append(BlockInfo(name, tuple(loops), extents, kinds, bool(writes & output_names),
-                               "if_then_else" in body, inner_ok, red_ok, bits, dtype, reuse,
+                               cond, inner_ok, red_ok, bits, dtype, reuse,
                                bool(_TRANSCENDENTAL_CALL.search(body)),
-                               "if_then_else" in body and len(ivs) == len(loops)
-                               and _border_condition(body, [ivs[i].var.name for i in sp])))
+                               cond and len(ivs) == len(loops) and _border_condition(body, [ivs[i].var.name for i in sp])))
     return infos

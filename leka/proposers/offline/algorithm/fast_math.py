@@ -10,7 +10,6 @@ float16 calls are evaluated in float32. The rewrite is a candidate like any othe
 against the task's reference on every input distribution, the heavy-tailed one included."""
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from leka.ir import CandidateIR
@@ -41,14 +40,12 @@ def _horner(x: Any, coeffs: tuple[float, ...]) -> Any:
     return acc
 
 
-_fresh = itertools.count()  # Let variables get unique names (one definition each); reset per function
-
-
 def _let(name: str, value: Any, body: Any) -> Any:
-    """`body(v)` with `v` bound to `value` once (the polynomial uses its argument many times)."""
+    """`body(v)` with `v` bound to `value` once (the polynomial uses its argument many times). Each call
+    makes a new variable; the printer tells same-named ones apart (fm_x, fm_x_1, ...)."""
     from tvm import tirx
 
-    v = tirx.Var(f"{name}{next(_fresh)}", "float32")
+    v = tirx.Var(name, "float32")
     return tirx.Let(v, value, body(v))
 
 
@@ -117,8 +114,6 @@ def _rewrite_block(block: Any) -> Any | None:
 
 def approximate(func: Any) -> tuple[Any, list[str]] | None:
     """The function with every exp/tanh/sigmoid replaced; None when it has none (in perfect nests)."""
-    global _fresh
-    _fresh = itertools.count()  # same input, same names: the IR hash is deterministic
     def rewrite(nest: Any, blk: Any):
         new = _rewrite_block(blk)
         return None if new is None else ([rebuild_nest(nest, new)], [])

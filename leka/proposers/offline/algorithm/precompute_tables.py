@@ -12,13 +12,12 @@ from typing import Any
 
 from leka.ir import CandidateIR
 
+from ..analysis import TRANSCENDENTAL
 from ..context import RuleContext
 from .common import BINARY_NODES, as_candidate, loop_nest, point_region, rebuild_nest, rewrite_root_nests
 
 NAME = "alg.precompute_tables"
 MIN_REUSE = 4
-TRANSCENDENTAL = {"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "sinh", "cosh",
-                  "tanh", "asin", "acos", "atan", "atan2", "pow", "sqrt", "rsqrt", "erf", "sigmoid", "hypot"}
 
 
 def _info(e: Any) -> tuple[set[str], list[Any], bool]:
