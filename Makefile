@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-APT_PACKAGES := pocl-opencl-icd ocl-icd-opencl-dev clinfo
+APT_PACKAGES := pocl-opencl-icd ocl-icd-opencl-dev clinfo bubblewrap
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: install system-deps demo test test-slow clean
@@ -14,7 +14,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 install: $(STAMP)
 
 system-deps:
-	@if ! ldconfig -p | grep -q libOpenCL.so || ! ls /etc/OpenCL/vendors/*pocl* >/dev/null 2>&1; then \
+	@if ! ldconfig -p | grep -q libOpenCL.so || ! ls /etc/OpenCL/vendors/*pocl* >/dev/null 2>&1 || ! command -v bwrap >/dev/null; then \
 	  echo "== installing Debian packages: $(APT_PACKAGES)"; \
 	  $(SUDO) apt-get update -q && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q $(APT_PACKAGES); \
 	fi
