@@ -72,15 +72,21 @@ def new_run_id(method: str) -> str:
     return f"{stamp}-{method.replace(':', '_')}-{uuid.uuid4().hex[:6]}"
 
 
+def connect(path: Path, schema: str) -> sqlite3.Connection:
+    """Open (creating folder and tables) a store database: autocommit unless a transaction is opened
+    explicitly, WAL so readers (reports) work during a run, rows addressable by column name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(schema)
+    return db
+
+
 class ResultStore:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: we open explicit transactions; WAL lets `report` read during a run.
-        self._db = sqlite3.connect(str(self.path), isolation_level=None, timeout=30)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(SCHEMA)
+        self._db = connect(self.path, SCHEMA)
 
     def close(self) -> None:
         self._db.close()

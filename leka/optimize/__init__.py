@@ -1,0 +1,21 @@
+"""`leka optimize`: a whole ONNX model in, a faster deployable artifact out, verified against ONNX Runtime.
+
+Data flow (one module each): importer (ONNX -> fused Relax) -> extract (fused PrimFuncs -> suite Tasks,
+deduplicated by structural hash) -> profile (share of the end-to-end time, budget split) -> tune (any
+registered method per task, through the evaluator; winners kept in the tuning db) -> build (the model
+rebuilt with the winners, in a separate process) -> verify (against ONNX Runtime) -> artifact (OUT/).
+"""
+from leka.errors import LekaError
+
+
+class OptimizeError(LekaError):
+    """A model, option or output directory that `leka optimize` cannot use (one-line message, exit 2)."""
+
+
+class VerificationError(LekaError):
+    """The optimised build disagrees with ONNX Runtime: nothing is written as a success."""
+
+    exit_code = 1
+
+
+__all__ = ["OptimizeError", "VerificationError"]

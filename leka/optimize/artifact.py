@@ -1,0 +1,66 @@
+"""The output directory: written whole or not at all.
+
+OUT holds model.so (the Relax VM executable from export_library), manifest.json, report.md and
+report.html, and check/ (inputs and ONNX Runtime's outputs, so a device can verify the build where it
+runs). Everything is written to a temporary sibling directory and renamed into place at the end; an OUT
+that exists must be a previous leka artifact (it is then replaced), anything else is refused.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from . import OptimizeError
+
+MANIFEST = "manifest.json"
+LIBRARY = "model.so"
+FORMAT = "leka-optimized-model/1"
+
+
+def is_artifact(path: Path) -> bool:
+    try:
+        return json.loads((path / MANIFEST).read_text()).get("format") == FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def check_out(out: str | Path) -> Path:
+    """Refuse an OUT that exists and is not a previous leka artifact (before any work is done)."""
+    p = Path(out)
+    if p.exists() and not (p.is_dir() and (is_artifact(p) or not any(p.iterdir()))):
+        raise OptimizeError(f"output {out} exists and is not a leka artifact (no {MANIFEST} of format {FORMAT}); "
+                            "choose another -o or remove it")
+    if not p.parent.exists():
+        raise OptimizeError(f"output {out}: folder {p.parent} does not exist")
+    return p
+
+
+@contextmanager
+def staging(out: Path) -> Iterator[Path]:
+    """A temporary directory next to OUT; on success it replaces OUT, on any failure it is removed."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        yield tmp
+        old = None
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:6]}"
+            out.rename(old)
+        tmp.rename(out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_manifest(out: str | Path) -> dict[str, Any]:
+    p = Path(out)
+    if not is_artifact(p):
+        raise OptimizeError(f"{out} is not a leka artifact (no {MANIFEST} of format {FORMAT}); "
+                            "make one with `leka optimize MODEL -o OUT`")
+    return json.loads((p / MANIFEST).read_text())

@@ -1,0 +1,155 @@
+"""ONNX -> Relax through TVM's frontend, then legalisation and operator fusion into PrimFunc kernels.
+
+Weights stay constants of the module (keep_params_in_input=False); dynamic dimensions must be pinned with
+--shape NAME=1x3x224x224. Every failure is one line naming what is wrong: an unreadable file, a file that
+is not ONNX, an operator the frontend lacks (with its node), a dynamic input without --shape.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import OptimizeError
+
+# ONNX element types -> numpy dtype names (the ones a deployable model's inputs use).
+ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
+               11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16"}
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+
+@dataclass
+class LoadedModel:
+    path: str
+    model: Any  # onnx.ModelProto
+    sha256: str
+    inputs: list[TensorInfo]  # graph inputs that are not initializers, with pinned shapes
+    outputs: list[str]
+    opset: int
+
+
+def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
+    """`--shape NAME=1x3x224x224` (repeatable) -> {NAME: (1, 3, 224, 224)}."""
+    out: dict[str, tuple[int, ...]] = {}
+    for item in items or []:
+        name, sep, dims = item.partition("=")
+        if not sep or not name or not re.fullmatch(r"\d+(x\d+)*", dims.strip()):
+            raise OptimizeError(f"bad --shape {item!r}: expected NAME=DxDx..., e.g. input=1x3x224x224")
+        out[name.strip()] = tuple(int(d) for d in dims.strip().split("x"))
+    return out
+
+
+def load_model(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> LoadedModel:
+    import onnx
+
+    p = Path(path)
+    if not p.is_file():
+        raise OptimizeError(f"{path}: no such file")
+    data = p.read_bytes()
+    try:
+        model = onnx.load_from_string(data)
+    except Exception as e:  # protobuf's DecodeError and friends
+        raise OptimizeError(f"{path}: not an ONNX model (cannot parse it: {type(e).__name__})") from None
+    if not model.graph.node:
+        raise OptimizeError(f"{path}: not an ONNX model (no graph nodes; corrupt or another format)")
+    try:
+        onnx.checker.check_model(model)
+    except Exception as e:
+        raise OptimizeError(f"{path}: invalid ONNX model: {str(e).strip().splitlines()[0][:300]}") from None
+    shapes = dict(shapes or {})
+    inputs = _graph_inputs(model, shapes, str(path))
+    unknown = sorted(set(shapes) - {i.name for i in inputs})
+    if unknown:
+        raise OptimizeError(f"--shape names unknown input(s) {', '.join(unknown)}; the model's inputs: "
+                            f"{', '.join(i.name for i in inputs)}")
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    return LoadedModel(str(path), model, hashlib.sha256(data).hexdigest(), inputs,
+                       [o.name for o in model.graph.output], opset)
+
+
+def _graph_inputs(model: Any, shapes: dict[str, tuple[int, ...]], path: str) -> list[TensorInfo]:
+    inits = {i.name for i in model.graph.initializer}
+    out = []
+    for vi in model.graph.input:
+        if vi.name in inits:
+            continue
+        tt = vi.type.tensor_type
+        dtype = ONNX_DTYPES.get(tt.elem_type)
+        if dtype is None:
+            raise OptimizeError(f"{path}: input {vi.name} has an unsupported element type {tt.elem_type}")
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        if vi.name in shapes:
+            pinned = shapes[vi.name]
+            if len(pinned) != len(dims) or any(d is not None and d != s for d, s in zip(dims, pinned)):
+                raise OptimizeError(f"--shape {vi.name}={'x'.join(map(str, pinned))} does not fit the model's "
+                                    f"shape {['?' if d is None else d for d in dims]}")
+            dims = list(pinned)
+        if any(d is None or d <= 0 for d in dims):
+            shown = "x".join("?" if d is None else str(d) for d in dims)
+            raise OptimizeError(f"{path}: input {vi.name} has dynamic shape {shown}; pin it with "
+                                f"--shape {vi.name}=" + "x".join(str(d) if d else "1" for d in dims))
+        out.append(TensorInfo(vi.name, tuple(int(d) for d in dims), dtype))
+    return out
+
+
+def to_relax(loaded: LoadedModel) -> Any:
+    """The model as a Relax IRModule with weights as constants (unsupported operators named with a node)."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    _check_operators(loaded)
+    shape_dict = {i.name: list(i.shape) for i in loaded.inputs}
+    dtype_dict = {i.name: i.dtype for i in loaded.inputs}
+    try:
+        return from_onnx(loaded.model, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=False)
+    except Exception as e:
+        raise OptimizeError(f"{loaded.path}: TVM's ONNX frontend failed: {_first_line(e)}") from None
+
+
+def _check_operators(loaded: LoadedModel) -> None:
+    from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
+
+    known = _get_convert_map()
+    for node in loaded.model.graph.node:
+        if node.domain not in ("", "ai.onnx") or node.op_type not in known:
+            dom = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
+            raise OptimizeError(f"{loaded.path}: unsupported operator {dom}{node.op_type} "
+                                f"(node {node.name or '<unnamed>'!r}, output {node.output[0] if node.output else '?'})")
+
+
+def fuse(mod: Any, target: Any = None) -> Any:
+    """Legalise and fuse: each PrimFunc of the result is one kernel the model calls."""
+    import tvm
+    from tvm import relax
+
+    passes = [relax.transform.DecomposeOpsForInference(), relax.transform.LegalizeOps(),
+              relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(), relax.transform.FuseOps(),
+              relax.transform.FuseTIR(), relax.transform.DeadCodeElimination()]
+    try:
+        return tvm.transform.Sequential(passes)(mod)
+    except Exception as e:
+        raise OptimizeError(f"legalisation/fusion failed: {_first_line(e)}") from None
+
+
+def import_model(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> tuple[LoadedModel, Any]:
+    """Load, check and import: (LoadedModel, fused Relax IRModule)."""
+    loaded = load_model(path, shapes)
+    return loaded, fuse(to_relax(loaded))
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    for ln in lines:
+        if "Error" in ln and ":" in ln:
+            return ln[:300]
+    return f"{type(e).__name__}: {(lines[-1] if lines else '')[:300]}"

@@ -1,0 +1,229 @@
+"""`leka optimize`, end to end: import, extract, profile, tune (or reuse the db), rebuild, verify, write OUT."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import OptimizeError, VerificationError
+from .artifact import FORMAT, LIBRARY, MANIFEST, check_out, staging
+from .db import TuningDB, Winner, target_key
+from .extract import KernelSpec, kernel_specs, make_task
+from .importer import LoadedModel, import_model, parse_shapes
+from .profile import KernelProfile, profile, split_budget
+from .view import OptimizeView
+
+DEFAULT_BUDGET = "minutes=10"
+
+
+@dataclass
+class OptimizeOptions:
+    model: str
+    target: str = "host-cpu"
+    out: str | None = None  # default: MODEL stem + ".leka" next to the model
+    shapes: list[str] = field(default_factory=list)
+    budget: str | None = DEFAULT_BUDGET
+    method: str = "leka"
+    llm: str | None = None
+    base_url: str | None = None
+    jobs: int = 1
+    db: str | None = None
+    resume: bool = False
+    verify_sets: int = 4
+    time_s: float = 1.0  # minimum seconds per build in the end-to-end latency comparison (0: skip it)
+    quiet: bool = False
+
+    def method_options(self) -> dict[str, Any]:
+        return {k: v for k, v in (("llm", self.llm), ("base_url", self.base_url)) if v}
+
+
+def default_out(model: str) -> Path:
+    p = Path(model)
+    return p.with_name(p.stem + ".leka")
+
+
+def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> dict[str, Any]:
+    """Run the whole job; returns the manifest written to OUT (raises LekaError subclasses on bad input)."""
+    from leka.budget import Budget
+    from leka.methods import get_method
+    from leka.targets import get_target
+
+    view = view or OptimizeView(quiet=opts.quiet)
+    preset = get_target(opts.target)
+    out = check_out(opts.out or default_out(opts.model))
+    Budget.parse(opts.budget)
+    get_method(opts.method, opts.method_options())  # unknown method / options fail before any work
+    if opts.jobs < 1:
+        raise OptimizeError("--jobs must be >= 1")
+    t0 = time.monotonic()
+    loaded, fused = import_model(opts.model, parse_shapes(opts.shapes))
+    specs = kernel_specs(fused)
+    view.say(f"imported {opts.model}: {len(loaded.model.graph.node)} ONNX nodes -> {len(specs)} distinct kernels "
+             f"({sum(s.weight for s in specs)} calls); profiling the default build on {preset.name} ...")
+    profs = profile(specs, preset)
+    whole = split_budget(profs, opts.budget)
+    if not preset.runnable:
+        for p in profs:
+            p.budget = None  # nothing can be measured here: build-only (tuned kernels come from the db only)
+    with TuningDB(opts.db) as db:
+        run_id, resumed = db.start_run(loaded.sha256, target_key(preset), opts.method, opts.resume)
+        view.say(f"run {run_id}{' (resumed)' if resumed else ''}; tuning db {db.path}")
+        view.kernels(profs)
+        try:
+            decisions = _decide(profs, preset, opts, run_id, db, view)
+            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, whole, view, t0)
+        except BaseException as e:
+            db.finish_run(run_id, "failed" if not isinstance(e, KeyboardInterrupt) else "interrupted",
+                          {"error": str(e)[:300]})
+            raise
+        db.finish_run(run_id, "done", {"out": str(out)})
+    return manifest
+
+
+def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_id: str, db: TuningDB,
+            view: OptimizeView) -> dict[str, Winner]:
+    """Decisions by kernel key: reused from the db (re-verified), or tuned now."""
+    from .tune import tune_all
+
+    tkey = target_key(preset)
+    decisions: dict[str, Winner] = {}
+    reusable = {p.spec.key: w for p in profs if (w := db.get(p.spec.key, tkey)) is not None}
+    if reusable:
+        decisions.update(_reverify(profs, reusable, preset, db, tkey, view))
+    for p in profs:
+        if p.spec.key in decisions:
+            p.budget = None
+    with view:
+        decisions.update(tune_all(profs, preset, opts.method, opts.method_options(), run_id, db, opts.jobs,
+                                  view.event))
+    return decisions
+
+
+def _reverify(profs: list[KernelProfile], found: dict[str, Winner], preset: Any, db: TuningDB, tkey: str,
+              view: OptimizeView) -> dict[str, Winner]:
+    """Db entries checked again by the evaluator (correctness only: no budget is spent on them)."""
+    from leka.evaluator import EvalConfig, Evaluator
+
+    ok: dict[str, Winner] = {}
+    by_key = {p.spec.key: p for p in profs}
+    with Evaluator(preset, EvalConfig(measure=False)) as ev:
+        for key, w in found.items():
+            if w.source is None:
+                ok[key] = w
+                view.set(key, "db: default kept")
+                continue
+            r = ev.evaluate(make_task(by_key[key].spec, preset), w.source, measure=False)
+            if r.status in ("ok", "build_only") and (r.correct or r.status == "build_only"):
+                ok[key] = w
+                view.set(key, "db: reused", f"{w.speedup:.2f}x")
+            else:
+                db.delete(key, tkey)
+                view.set(key, "queued", f"db entry failed re-verification ({r.failure}); re-tuning")
+    return ok
+
+
+def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile],
+                     decisions: dict[str, Winner], preset: Any, run_id: str, out: Path, whole: Any,
+                     view: OptimizeView, t0: float) -> dict[str, Any]:
+    from .verify import check, input_sets, ort_outputs
+
+    replace = {name: w.source for p in profs if (w := decisions.get(p.spec.key)) and w.source
+               for name in p.spec.names}
+    view.say(f"building the model for {preset.name} with {len(replace)} tuned kernel(s) ...")
+    sets = input_sets(loaded, opts.verify_sets)
+    expected = ort_outputs(loaded, sets, _threads(preset))
+    with staging(out) as tmp:
+        result, got = _run_build_job(opts, loaded, preset, replace, sets, tmp)
+        verification: dict[str, Any] = {"status": "not run", "why": "(build-only target: run `leka run OUT --check` "
+                                                                     "on the device)"}
+        if got is not None:
+            verification = {"status": "passed", **check(loaded, expected, got)}
+        _write_check(tmp, loaded, sets, expected)
+        outputs = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)} for n, e in zip(loaded.outputs, expected[0])]
+        manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, t0)
+        manifest["outputs"] = outputs
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
+        from .report import html_page, markdown
+
+        (tmp / "report.md").write_text(markdown(manifest))
+        (tmp / "report.html").write_text(html_page(manifest))
+    return manifest
+
+
+def _threads(preset: Any) -> int:
+    env = os.environ.get("TVM_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return int((preset.facts or {}).get("cores") or preset.target.get("num-cores") or os.cpu_count() or 1)
+
+
+def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, replace: dict[str, str],
+                   sets: list[list[np.ndarray]], tmp: Path) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
+    work = tmp / ".build"
+    work.mkdir()
+    runnable = preset.runnable and preset.family == "cpu"
+    np.savez(work / "inputs.npz", **{f"{s}:{i.name}": x for s, xs in enumerate(sets)
+                                     for i, x in zip(loaded.inputs, xs)})
+    job = {"model": str(Path(loaded.path).resolve()), "shapes": opts.shapes,
+           "target": preset.target if preset.name == "custom" else preset.name, "replace": replace,
+           "export": str(tmp / LIBRARY), "inputs": str(work / "inputs.npz") if runnable else None,
+           "outputs": str(work / "outputs.npz"), "input_names": [i.name for i in loaded.inputs],
+           "n_sets": len(sets), "threads": _threads(preset), "time": opts.time_s > 0, "min_time_s": opts.time_s,
+           "result": str(work / "result.json")}
+    (work / "job.json").write_text(json.dumps(job))
+    proc = subprocess.run([sys.executable, "-m", "leka.optimize.build_job", str(work / "job.json")],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        raise OptimizeError(f"building the optimised model failed: {lines[-1][:300] if lines else proc.returncode}")
+    result = json.loads((work / "result.json").read_text())
+    got = dict(np.load(work / "outputs.npz")) if runnable else None
+    import shutil
+
+    shutil.rmtree(work)
+    return result, got
+
+
+def _write_check(tmp: Path, loaded: LoadedModel, sets: list[list[np.ndarray]], expected: list[list[np.ndarray]]) -> None:
+    """check/: the first input set and ONNX Runtime's outputs for it (`leka run OUT --check` on a device)."""
+    (tmp / "check").mkdir()
+    np.savez(tmp / "check" / "inputs.npz", **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
+    np.savez(tmp / "check" / "expected.npz", **dict(zip(loaded.outputs, expected[0])))
+
+
+def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile], decisions: dict[str, Winner],
+              preset: Any, run_id: str, whole: Any, result: dict[str, Any], verification: dict[str, Any],
+              t0: float) -> dict[str, Any]:
+    from leka.evaluator import versions
+
+    kernels, spent = [], {}
+    for p in profs:
+        w = decisions.get(p.spec.key)
+        for kind, v in ((w.detail.get("spent") or {}) if w else {}).items():
+            if isinstance(v, (int, float)) and w.run_id == run_id:
+                spent[kind] = spent.get(kind, 0) + v
+        decision = ("skipped (share < 2 %)" if w is None else
+                    ("tuned" if w.run_id == run_id else "reused from db") + (": replaced" if w.source else
+                                                                              ": default kept"))
+        kernels.append({**p.to_json(), "decision": decision, "speedup": w.speedup if w else None,
+                        "candidate_ms": w.candidate_ms if w else None, "method": w.method if w else None,
+                        "agent_run": w.agent_run if w else None, "tuned_in_run": w.run_id if w else None,
+                        "detail": w.detail if w else {}})
+    return {"format": FORMAT, "library": LIBRARY, "run_id": run_id, "method": opts.method, "llm": opts.llm,
+            "model": {"path": loaded.path, "sha256": loaded.sha256, "opset": loaded.opset},
+            "target": {"name": preset.name, "family": preset.family, "tvm": preset.target,
+                       "runnable_here": preset.runnable, "device": {"cpu": "cpu"}.get(preset.family, preset.family)},
+            "inputs": [i.to_json() for i in loaded.inputs],
+            "outputs": [{"name": n} for n in loaded.outputs], "versions": versions(),
+            "kernels": kernels, "budget": {"spec": opts.budget or "", "limits": whole.limits, "spent": spent,
+                                           "spent_summary": ", ".join(f"{k}={v:.4g}" for k, v in spent.items() if v)
+                                           or "nothing (all decisions from the db)"},
+            "build_s": result.get("build_s"), "latency": result.get("latency"), "latency_threads": _threads(preset),
+            "verification": verification, "wall_s": time.monotonic() - t0}

@@ -1,0 +1,85 @@
+"""Profile first: each kernel's share of the end-to-end time of the default build, and the budget split.
+
+share = weight x time of the kernel's default (unscheduled) build / sum over kernels. The budget is
+divided by share, as MetaSchedule's task scheduler gives trials to the tasks that dominate latency;
+kernels under MIN_SHARE get nothing (tuning them cannot move the end-to-end time).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from leka.budget import CHARGE_KINDS, INTEGER_KINDS, Budget
+
+from .extract import KernelSpec, _parse_trusted
+
+MIN_SHARE = 0.02
+
+
+@dataclass
+class KernelProfile:
+    spec: KernelSpec
+    default_ms: float | None  # one call of the default build (None: not measurable here)
+    share: float = 0.0
+    budget: str | None = None  # the Budget spec this kernel gets; None = not tuned
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.spec.to_json(), "default_ms": self.default_ms, "share": self.share, "budget": self.budget}
+
+
+def time_default(spec: KernelSpec, preset: Any, min_ms: float = 20.0) -> float:
+    """Median ms of one call of the kernel's default build (TVM's own lowering: trusted, run here)."""
+    import tvm
+
+    exe = tvm.compile(tvm.IRModule({"main": _parse_trusted(spec.script)}), target=preset.tvm_target())
+    dev = tvm.cpu()
+    rng = np.random.default_rng(0)
+    args = [tvm.runtime.tensor(rng.standard_normal(s).astype(d) if np.dtype(d).kind == "f" else
+                               np.zeros(s, d), dev) for _n, s, d, _r in spec.args]
+    exe["main"](*args)
+    probe = exe.mod.time_evaluator("main", dev, number=1, repeat=1)(*args).mean * 1e3
+    number = max(1, int(min_ms / max(probe, 1e-3)))
+    res = exe.mod.time_evaluator("main", dev, number=number, repeat=5)(*args)
+    return float(np.median(res.results)) * 1e3
+
+
+def profile(specs: list[KernelSpec], preset: Any) -> list[KernelProfile]:
+    """Kernels with their default time and share, largest share first (equal shares if not runnable)."""
+    if not preset.runnable or preset.family != "cpu":
+        profs = [KernelProfile(s, None) for s in specs]
+        total_w = sum(s.weight for s in specs) or 1
+        for p in profs:
+            p.share = p.spec.weight / total_w
+        return profs
+    profs = [KernelProfile(s, time_default(s, preset)) for s in specs]
+    total = sum(p.default_ms * p.spec.weight for p in profs) or 1.0
+    for p in profs:
+        p.share = p.default_ms * p.spec.weight / total
+    return sorted(profs, key=lambda p: -p.share)
+
+
+def split_budget(profs: list[KernelProfile], spec: str | None) -> Budget:
+    """Give each kernel at or above MIN_SHARE its share of every limit of `spec`; returns the whole Budget."""
+    whole = Budget.parse(spec)
+    eligible = [p for p in profs if p.share >= MIN_SHARE]
+    norm = sum(p.share for p in eligible) or 1.0
+    for p in profs:
+        p.budget = None
+    for p in eligible:
+        parts = []
+        for kind in CHARGE_KINDS + ("minutes",):
+            limit = whole.limits.get(kind)
+            if limit is None:
+                continue
+            amount = limit * p.share / norm
+            if kind in INTEGER_KINDS:
+                amount = float(int(amount))
+            if amount <= 0:
+                parts = None
+                break
+            parts.append(f"{kind}={amount:g}" if kind not in INTEGER_KINDS else f"{kind}={int(amount)}")
+        if parts is not None:
+            p.budget = ",".join(parts)
+    return whole

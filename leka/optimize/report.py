@@ -1,0 +1,82 @@
+"""report.md and report.html of an artifact: the per-kernel table and the end-to-end latency comparison."""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+
+def _x(v: Any) -> str:
+    return f"{v:.2f}x" if isinstance(v, (int, float)) else "-"
+
+
+def _ms(v: Any) -> str:
+    return f"{v:.4g}" if isinstance(v, (int, float)) else "-"
+
+
+def kernel_rows(manifest: dict[str, Any]) -> list[list[str]]:
+    return [[k["name"], str(k["weight"]), f"{100 * k['share']:.1f} %", _ms(k.get("default_ms")), k["decision"],
+             _x(k.get("speedup")), k.get("method") or "-", k.get("agent_run") or "-"]
+            for k in manifest["kernels"]]
+
+
+KERNEL_HEAD = ["kernel", "calls", "share", "default ms", "decision", "speedup", "method", "agent run"]
+LATENCY_HEAD = ["build", "median ms", "min ms", "rounds", "spread (IQR/median)", "optimized vs this"]
+
+
+def latency_rows(manifest: dict[str, Any]) -> list[list[str]]:
+    lat = manifest.get("latency") or {}
+    opt = (lat.get("optimized") or {}).get("median_ms")
+    rows = []
+    for name in ("optimized", "tvm-naive", "tvm-dlight", "onnxruntime"):
+        r = lat.get(name)
+        if r:
+            ratio = _x(r["median_ms"] / opt) if opt and name != "optimized" else "-"
+            rows.append([name, _ms(r["median_ms"]), _ms(r["min_ms"]), str(r["rounds"]), f"{r['iqr_rel']:.1%}", ratio])
+    return rows
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+
+
+def summary_lines(manifest: dict[str, Any]) -> list[str]:
+    m = manifest
+    lines = [f"model {m['model']['path']} (sha256 {m['model']['sha256'][:12]}, opset {m['model']['opset']}) "
+             f"for {m['target']['name']}; method {m['method']}; run {m['run_id']}",
+             f"budget {m['budget']['spec'] or 'unlimited'}; spent {m['budget']['spent_summary']}"]
+    v = m.get("verification") or {}
+    if v.get("status") == "passed":
+        errs = ", ".join(f"{k} {e:.2g}" for k, e in v["max_abs_err"].items())
+        lines.append(f"verified against ONNX Runtime on {v['sets']} input sets ({', '.join(v['distributions'])}): "
+                     f"max abs error {errs}")
+    else:
+        lines.append(f"verification: {v.get('status', 'not run')} {v.get('why', '')}".strip())
+    return lines
+
+
+def markdown(manifest: dict[str, Any]) -> str:
+    threads = (manifest.get("latency_threads") or "-")
+    parts = ["# leka optimize report", "", *[f"- {ln}" for ln in summary_lines(manifest)], "",
+             "## Kernels (share of the default build's end-to-end time)", "",
+             _md_table(KERNEL_HEAD, kernel_rows(manifest)), ""]
+    if manifest.get("latency"):
+        parts += [f"## End-to-end latency (alternating rounds, {threads} threads each)", "",
+                  _md_table(LATENCY_HEAD, latency_rows(manifest)), ""]
+    return "\n".join(parts)
+
+
+def html_page(manifest: dict[str, Any]) -> str:
+    def table(head: list[str], rows: list[list[str]]) -> str:
+        th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+        return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
+
+    items = "".join(f"<li>{html.escape(ln)}</li>" for ln in summary_lines(manifest))
+    body = f"<h1>leka optimize report</h1><ul>{items}</ul><h2>Kernels</h2>{table(KERNEL_HEAD, kernel_rows(manifest))}"
+    if manifest.get("latency"):
+        body += f"<h2>End-to-end latency</h2>{table(LATENCY_HEAD, latency_rows(manifest))}"
+    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}")
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>leka optimize</title><style>{style}</style>" \
+           f"</head><body>{body}</body></html>"

@@ -1,0 +1,91 @@
+"""Run an artifact with TVM's runtime alone: `tvm.runtime.load_module` and the Relax VM's packed functions.
+
+Nothing here imports TVM's compiler (tvm.relax, tvm.target, tvm.tirx ...), so an artifact runs where only
+the runtime is installed (a board, a GPU box with the bundle of docs/cuda.md).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import OptimizeError
+from .artifact import LIBRARY, load_manifest
+
+POOLED_ALLOCATOR = 2  # relax.VirtualMachine.POOLED_ALLOCATOR
+KDL_CPU, KDL_CUDA, KDL_OPENCL = 1, 2, 4
+
+
+def _device(family: str) -> Any:
+    import tvm
+
+    if family == "cuda":
+        try:
+            import gpu_runtime  # noqa: F401 - the bundle's nvcc callback (docs/cuda.md); absent with full TVM
+        except ImportError:
+            pass
+        return tvm.runtime.device("cuda", 0), KDL_CUDA
+    if family == "opencl":
+        return tvm.runtime.device("opencl", 0), KDL_OPENCL
+    return tvm.runtime.device("cpu", 0), KDL_CPU
+
+
+class LoadedArtifact:
+    def __init__(self, out: str | Path) -> None:
+        import tvm
+
+        self.manifest = load_manifest(out)
+        self.dev, dev_type = _device(self.manifest["target"]["family"])
+        lib = tvm.runtime.load_module(str(Path(out) / LIBRARY))
+        self._vm = lib["vm_load_executable"]()
+        init = [dev_type, 0, POOLED_ALLOCATOR]
+        if dev_type != KDL_CPU:  # the VM runs shape functions on the host CPU
+            init += [KDL_CPU, 0, POOLED_ALLOCATOR]
+        self._vm["vm_initialization"](*init)
+        self._main = self._vm["main"]
+
+    def run(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import tvm
+
+        args = []
+        for spec in self.manifest["inputs"]:
+            if spec["name"] not in arrays:
+                raise OptimizeError(f"input {spec['name']!r} missing (the model's inputs: "
+                                    f"{', '.join(s['name'] for s in self.manifest['inputs'])})")
+            x = np.asarray(arrays[spec["name"]])
+            if list(x.shape) != spec["shape"] or str(x.dtype) != spec["dtype"]:
+                raise OptimizeError(f"input {spec['name']!r} is {x.dtype}{list(x.shape)}, the model takes "
+                                    f"{spec['dtype']}{spec['shape']}")
+            args.append(tvm.runtime.tensor(np.ascontiguousarray(x), self.dev))
+        out = self._main(*args)
+        outs = [out] if hasattr(out, "numpy") else list(out)
+        return {spec["name"]: o.numpy() for spec, o in zip(self.manifest["outputs"], outs, strict=True)}
+
+
+def check_against_expected(art: LoadedArtifact, out: str | Path) -> dict[str, float]:
+    """Run check/inputs.npz and compare with check/expected.npz (ONNX Runtime's outputs made at build time)."""
+    from leka.evaluator.correctness import compare
+
+    from .verify import TOLERANCES
+
+    ins = dict(np.load(Path(out) / "check" / "inputs.npz"))
+    exp = dict(np.load(Path(out) / "check" / "expected.npz"))
+    got = art.run(ins)
+    errs = {}
+    for name, e in exp.items():
+        rtol, atol = TOLERANCES.get(str(e.dtype), (0.0, 0.0))
+        v = compare(name, got[name], e, rtol, atol)
+        if not v.ok:
+            from . import VerificationError
+
+            raise VerificationError(f"output {name!r} disagrees with ONNX Runtime: max abs error "
+                                    f"{v.max_abs_err:.3g}; {v.reason}")
+        errs[name] = v.max_abs_err
+    return errs
+
+
+def thread_env(threads: int | None) -> None:
+    if threads:
+        os.environ["TVM_NUM_THREADS"] = str(threads)

@@ -1,0 +1,121 @@
+"""Tune each kernel with a registered method, in worker processes, with live progress.
+
+Each job builds its own Evaluator and runs `method.run(task, target, ctx)` under the kernel's share of the
+budget. The method's final answer is the decision: a correct candidate faster than the default build (as
+the evaluator re-measured it) replaces the kernel; otherwise the default build stays. Decisions go to the
+tuning database as they finish, so an interrupted optimisation loses no finished kernel (--resume).
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue as queue_mod
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .db import TuningDB, Winner, target_key
+from .extract import KernelSpec, make_task
+from .profile import KernelProfile
+
+# A winner must beat the default build by more than timing noise (docs: "fast" means beyond the noise).
+MIN_SPEEDUP = 1.05
+
+
+@dataclass
+class TuneJob:
+    spec: KernelSpec
+    target: Any  # preset name or target dict
+    method: str
+    options: dict[str, Any]
+    budget: str
+    run_id: str
+    leka_home: str | None
+
+
+def run_job(job: TuneJob, events: Any = None) -> Winner:
+    """One kernel, one method attempt (runs in a worker process)."""
+    if job.leka_home:
+        os.environ["LEKA_HOME"] = job.leka_home
+    from leka.budget import Budget
+    from leka.evaluator import EvalConfig, Evaluator
+    from leka.methods import MethodContext, get_method
+    from leka.targets import get_target
+
+    preset = get_target(job.target)
+    task = make_task(job.spec, preset)
+    method = get_method(job.method, job.options)
+    budget = Budget.parse(job.budget)
+
+    if events is not None:
+        events.put((job.spec.key, "start", job.budget))
+
+    def say(msg: str) -> None:
+        if events is not None:
+            events.put((job.spec.key, "msg", msg[:120]))
+
+    with Evaluator(preset, EvalConfig()) as ev:
+        ctx = MethodContext(evaluator=ev, budget=budget, store=None, run_id=job.run_id, options=dict(job.options),
+                            progress=say)
+        samples = method.run(task, preset, ctx)
+    final = samples[-1] if samples else None
+    res = final.result if final is not None else {}
+    meta = final.meta if final is not None else {}
+    ok = bool(res.get("correct")) and (res.get("speedup") or 0) > MIN_SPEEDUP and bool(final and final.source)
+    detail = {"budget": job.budget, "spent": budget.spent(), "failure": res.get("failure"),
+              "error": (res.get("error") or "")[:300], "search_speedup": meta.get("search_speedup"),
+              "stop_reason": meta.get("stop_reason"), "correct": res.get("correct"),
+              "measured_speedup": res.get("speedup")}
+    return Winner(job.spec.key, task.id, final.source if ok else None, res.get("speedup") if ok else None,
+                  res.get("candidate_ms"), res.get("baseline_ms"), job.method, job.run_id,
+                  meta.get("agent_run"), detail)
+
+
+def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,
+             db: TuningDB, jobs: int, on_event: Callable[[str, str, Any], None]) -> dict[str, Winner]:
+    """Tune every kernel with a budget (not already decided in the db); returns the new decisions by key."""
+    todo = [p for p in profs if p.budget is not None]
+    if not todo:
+        return {}
+    tkey = target_key(preset)
+    target = preset.target if preset.name == "custom" else preset.name
+    home = os.environ.get("LEKA_HOME")
+    ctx = mp.get_context("spawn")  # TVM's thread pools do not survive fork
+    events = ctx.Manager().Queue()
+    done: dict[str, Winner] = {}
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
+        futures: dict[Future, KernelProfile] = {}
+        for p in todo:
+            job = TuneJob(p.spec, target, method, options, p.budget or "", run_id, home)
+            futures[pool.submit(run_job, job, events)] = p
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            _drain(events, on_event)
+            for fut in finished:
+                p = futures[fut]
+                try:
+                    w = fut.result()
+                except Exception as e:  # a method that crashed: the default build stays, the reason is kept
+                    w = Winner(p.spec.key, p.spec.task_id, None, None, None, None, method, run_id, None,
+                               {"error": f"{type(e).__name__}: {str(e)[:300]}", "budget": p.budget})
+                db.put(w, tkey)
+                done[p.spec.key] = w
+                on_event(p.spec.key, "done", w)
+    _drain(events, on_event)
+    return done
+
+
+def _drain(events: Any, on_event: Callable[[str, str, Any], None]) -> None:
+    while True:
+        try:
+            key, kind, payload = events.get_nowait()
+        except (queue_mod.Empty, EOFError, OSError):
+            return
+        on_event(key, kind, payload)
+
+
+def elapsed_since(t0: float) -> str:
+    s = int(time.monotonic() - t0)
+    return f"{s // 60}:{s % 60:02d}"

@@ -1,0 +1,93 @@
+"""Live progress of `leka optimize`: one row per kernel (status, budget, result) and an overall line."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from .profile import KernelProfile
+
+
+class OptimizeView:
+    """A rich live table on a terminal, plain lines otherwise (logs, CI)."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.console = Console(stderr=True)
+        self.live_ok = sys.stderr.isatty() and not quiet
+        self.quiet = quiet
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.order: list[str] = []
+        self._live: Live | None = None
+        self._t0 = time.monotonic()
+
+    def say(self, msg: str) -> None:
+        if not self.quiet:
+            self.console.print(msg, highlight=False)
+
+    def kernels(self, profs: list[KernelProfile]) -> None:
+        for p in profs:
+            self.order.append(p.spec.key)
+            status = "queued" if p.budget is not None else "skipped (< 2 % share)"
+            self.rows[p.spec.key] = {"name": p.spec.name, "weight": p.spec.weight, "share": p.share,
+                                     "ms": p.default_ms, "budget": p.budget, "status": status, "result": "-"}
+
+    def set(self, key: str, status: str, result: str = "-") -> None:
+        self.rows[key].update(status=status, result=result)
+        self._refresh(f"{self.rows[key]['name']}: {status} {result if result != '-' else ''}".strip())
+
+    def event(self, key: str, kind: str, payload: Any) -> None:
+        row = self.rows.get(key)
+        if row is None:
+            return
+        if kind == "start":
+            row["started"] = time.monotonic()
+            self.set(key, "tuning")
+        elif kind == "msg":
+            row["note"] = str(payload)
+            self._refresh(None)
+        elif kind == "done":
+            w = payload
+            result = f"{w.speedup:.2f}x" if w.source else "default kept"
+            self.set(key, "done", result)
+
+    def _table(self) -> Table:
+        t = Table(title=f"leka optimize — {self._overall()}")
+        for col in ("kernel", "calls", "share", "default ms", "budget", "status", "result"):
+            t.add_column(col)
+        for key in self.order:
+            r = self.rows[key]
+            status = r["status"]
+            if status == "tuning" and "started" in r:
+                el = int(time.monotonic() - r["started"])
+                status = f"tuning {el // 60}:{el % 60:02d}"
+            t.add_row(r["name"], str(r["weight"]), f"{100 * r['share']:.1f} %",
+                      f"{r['ms']:.4g}" if r["ms"] is not None else "-", r["budget"] or "-", status, r["result"])
+        return t
+
+    def _overall(self) -> str:
+        tuned = [r for r in self.rows.values() if r["budget"] is not None or r["status"].startswith("db")]
+        done = sum(1 for r in tuned if r["status"] in ("done",) or r["status"].startswith("db"))
+        el = int(time.monotonic() - self._t0)
+        return f"{done}/{len(tuned)} kernels decided, {el // 60}:{el % 60:02d} elapsed"
+
+    def _refresh(self, line: str | None) -> None:
+        if self._live is not None:
+            self._live.update(self._table())
+        elif line and not self.quiet:
+            self.console.print(f"  [{self._overall()}] {line}", highlight=False)
+
+    def __enter__(self) -> "OptimizeView":
+        if self.live_ok:
+            self._live = Live(self._table(), console=self.console, refresh_per_second=2)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.update(self._table())
+            self._live.__exit__(*exc)
+            self._live = None
