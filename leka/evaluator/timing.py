@@ -1,34 +1,51 @@
 """Timing protocol: warm-up, then rounds that alternate candidate and baseline (ABBA order) so a
 drift in clock speed or machine load hits both sides alike; statistics are medians and IQRs.
 
-Runs inside the worker; the objects timed have ``time(number) -> seconds per run``.
+``alternate`` runs inside the worker on the runners' ``time(number, poison)``: for TVM that is the
+loaded library's own ``time_evaluator`` (a C++ loop, one timed call per repeat) with the output buffers
+refilled with poison before every call by a compiled function of ours (leka.runners.poison), so the
+timed function is the compiled kernel alone and never finds a previous answer in its outputs.
+``plausible`` runs in the parent: the work a timing reply reports must fit the wall time it took.
 """
 from __future__ import annotations
 
 import math
 import time
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
 
 class Timeable(Protocol):
     def run(self) -> None: ...
-    def time(self, number: int) -> float: ...
+    def time(self, number: int, poison: Sequence[int] = ()) -> float: ...
 
 
-def _calibrate(x: Timeable, min_run_ms: float) -> int:
-    """How many back-to-back runs make one round last at least min_run_ms."""
-    one = x.time(1)
-    return max(1, min(10_000, math.ceil(min_run_ms / 1e3 / max(one, 1e-7))))
+MAX_RUNS = 10_000  # runs per round at most
 
 
-def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2, min_rounds: int = 7, max_rounds: int = 40,
-              min_time_s: float = 0.08, min_run_ms: float = 2.0) -> tuple[list[float], list[float]]:
+def _runs_for(per_run_s: float, min_run_ms: float) -> int:
+    return max(1, min(MAX_RUNS, math.ceil(min_run_ms / 1e3 / max(per_run_s, 1e-7))))
+
+
+def _calibrate(x: Timeable, min_run_ms: float, poison: Sequence[int]) -> int:
+    """How many runs make one round last at least min_run_ms: one run, then for fast kernels the best of
+    two rounds at that estimate (a preempted measurement would make rounds far too short)."""
+    n = _runs_for(x.time(1, poison), min_run_ms)
+    if n > 1:
+        n = _runs_for(min(x.time(n, poison) for _ in range(2)), min_run_ms)
+    return n
+
+
+def alternate(cand: Timeable, base: Timeable, *, poison: Sequence[int] = (), warmup: int = 2,
+              min_rounds: int = 7, max_rounds: int = 40, min_time_s: float = 0.08,
+              min_run_ms: float = 2.0) -> dict[str, Any]:
+    """Per-round seconds per run of each side ("candidate_s", "baseline_s") and the runs per round
+    ("candidate_n", "baseline_n"). `poison`: positions of the output params refilled before every run."""
     for _ in range(warmup):
         cand.run()
         base.run()
-    nc, nb = _calibrate(cand, min_run_ms), _calibrate(base, min_run_ms)
+    nc, nb = _calibrate(cand, min_run_ms, poison), _calibrate(base, min_run_ms, poison)
     c_times: list[float] = []
     b_times: list[float] = []
     spent_c = spent_b = 0.0
@@ -39,7 +56,7 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2, min_rounds: in
         if r % 2:
             order = order[::-1]
         for x, n, out in order:
-            out.append(x.time(n))
+            out.append(x.time(n, poison))
         spent_c += c_times[-1] * nc
         spent_b += b_times[-1] * nb
         r += 1
@@ -47,7 +64,51 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2, min_rounds: in
             break
         if time.perf_counter() > t_end and r >= 3:
             break
-    return c_times, b_times
+    return {"candidate_s": c_times, "baseline_s": b_times, "candidate_n": nc, "baseline_n": nb}
+
+
+# A timing request also spends time the reply does not report: the untimed calls (warm-up,
+# calibration, one discarded call per round), the poison refills, uploads, downloads and transfer.
+WALL_FIXED_S = 0.25  # fixed part, generous (a loaded machine, a first call that pays lazy set-up)
+WALL_PER_CALL_S = 20e-6  # per reported run: refill + timer + call overhead, measured ~2 µs on host-cpu
+MIN_ACCOUNTED = 0.2  # reported work must be at least this share of the rest of the wall time
+MAX_OVER = 1.05  # and never more than the wall time itself (plus a little clock skew)
+MIN_ROUND_SHARE = 0.05  # a round's reported work vs min_run_ms, which calibration aimed it at
+
+
+def reported_work(reply: dict[str, Any]) -> tuple[float, int]:
+    """(seconds of kernel runs the reply claims, number of runs)."""
+    work, calls = 0.0, 0
+    for side in ("candidate", "baseline"):
+        n = int(reply.get(f"{side}_n") or 0)
+        times = [float(t) for t in reply.get(f"{side}_s") or []]
+        work += sum(times) * n
+        calls += n * len(times)
+    return work, calls
+
+
+def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | None = None) -> str | None:
+    """None when the reported per-run times × runs fit the parent's wall clock of the request, else why not.
+    Catches a worker that reports faster (or slower) runs than it spent time on, and rounds far shorter
+    than the calibration (which sizes each round to about min_run_ms) would have made them."""
+    if wall_s is None:
+        return None
+    for side in ("candidate", "baseline"):
+        n, times = int(reply.get(f"{side}_n") or 0), reply.get(f"{side}_s") or []
+        if min_run_ms and times and n < MAX_RUNS and float(np.median(times)) * n < MIN_ROUND_SHARE * min_run_ms / 1e3:
+            return (f"timing reply inconsistent with wall clock: {side} rounds of {n} runs reported "
+                    f"{float(np.median(times)) * n * 1e3:.3f} ms, calibrated for {min_run_ms:g} ms")
+    work, calls = reported_work(reply)
+    if calls <= 0 or not math.isfinite(work) or work <= 0:
+        return "timing reply inconsistent with wall clock: no runs reported"
+    if work > wall_s * MAX_OVER + 1e-3:
+        return (f"timing reply inconsistent with wall clock: {work:.3f} s of runs reported in "
+                f"{wall_s:.3f} s")
+    unexplained = wall_s - WALL_FIXED_S - calls * WALL_PER_CALL_S
+    if unexplained > 0 and work < MIN_ACCOUNTED * unexplained:
+        return (f"timing reply inconsistent with wall clock: {work:.3f} s of runs reported, "
+                f"{wall_s:.3f} s spent")
+    return None
 
 
 def summarize(samples: Sequence[float]) -> dict[str, float]:

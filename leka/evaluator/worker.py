@@ -1,13 +1,15 @@
 """The evaluation worker: a separate process that parses, builds, runs and times candidates.
 
-Candidates never run in the evaluating process. This process can segfault, hang or exhaust its
-address-space limit; the parent (pool.py) notices, records the failure and starts a new one. It never
-judges correctness: it returns raw outputs (and the inputs after the run) to the parent.
-Requests and replies are plain dicts sent over a multiprocessing Pipe.
+Candidates never run in the evaluating process. This process runs in a sandbox (sandbox.py) and can
+segfault, hang or exhaust its limits; the parent (pool.py) notices, records the failure and starts a new
+one. It never judges correctness: it returns raw outputs (and the inputs after the run) to the parent.
+Requests and replies are dicts of data framed by wire.py on two pipes passed as file descriptors;
+stdout and stderr (compiler chatter) go to the parent's log file.
+
+    python -m leka.evaluator.worker --in FD --out FD
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import resource
@@ -141,69 +143,51 @@ def _run_trials(loaded: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "trials": results}
 
 
-@contextlib.contextmanager
-def _timing_priority(nice: int = -10):
-    """Raise the scheduling priority of every thread of this worker (TVM's thread pool included) while
-    timing, so that background work on a shared machine preempts the timed kernel less. Needs root or
-    CAP_SYS_NICE; without it timing proceeds at normal priority. Nice values are per thread on Linux."""
-    tids = [int(t) for t in os.listdir("/proc/self/task")] if os.path.isdir("/proc/self/task") else [0]
-    old = {}
-    for tid in tids:
-        try:
-            old[tid] = os.getpriority(os.PRIO_PROCESS, tid)
-            os.setpriority(os.PRIO_PROCESS, tid, nice)
-        except OSError:
-            pass
-    try:
-        yield
-    finally:
-        for tid, prio in old.items():
-            try:
-                os.setpriority(os.PRIO_PROCESS, tid, prio)
-            except OSError:
-                pass
-
-
 def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     from leka.evaluator.timing import alternate
 
-    cfg = req["timing"]
     args, trial = req["args"], req["timing_inputs"]
     outs_spec = [a for a in args if a[3] == "output"]
     rng = np.random.default_rng(1)
     for side in (cand, base):
         side.exec.upload(list(trial) + [_fill(s, "nan", rng) for s in outs_spec])
-    with _timing_priority():
-        c_times, b_times = alternate(cand.exec, base.exec, **cfg)
-    # Re-read the candidate's outputs after the timing loop: a kernel that drifts is caught by the parent.
-    after = cand.exec.download()[len(trial):]
-    return {"ok": True, "candidate_s": c_times, "baseline_s": b_times, "outputs_after": after}
+    # The output buffers are refilled with poison before every timed run (not timed): a kernel that
+    # reuses the previous run's answer does not find it there.
+    poison = list(range(len(trial), len(trial) + len(outs_spec)))
+    timed = alternate(cand.exec, base.exec, poison=poison, **req["timing"])
+    # Re-read the candidate's outputs after the timing loop: the parent checks them against the reference.
+    after = cand.exec.download()
+    return {"ok": True, **timed, "outputs_after": after[len(trial):], "inputs_after": after[:len(trial)]}
 
 
-def serve(conn, log_path: str | None, mem_limit_gb: float, threads: int | None = None) -> None:
-    if mem_limit_gb > 0:
-        lim = int(mem_limit_gb * (1 << 30))
-        resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
-    if log_path:  # compiler/kernel chatter goes to a log, kept for crash reports
-        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(fd, 1)
-        os.dup2(fd, 2)
-        sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
-        sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-    os.environ.setdefault("TVM_BACKTRACE", "1")
-    if threads:
-        # TVM sizes its CPU thread pool at first use from TVM_NUM_THREADS, else from
-        # hardware_concurrency() halved on x86 (it assumes SMT): on a 2-core, 1-thread-per-core machine
-        # a parallel loop would run on one thread. The target's core count is what it is measured on.
-        os.environ["TVM_NUM_THREADS"] = str(threads)
+def _cpu_budget(seconds: float | None) -> None:
+    """Lower the soft RLIMIT_CPU to the CPU time used so far plus this request's budget (SIGXCPU past it)."""
+    if not seconds:
+        return
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    soft, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    want = int(ru.ru_utime + ru.ru_stime + seconds) + 1
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (want, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def serve(fd_in: int, fd_out: int) -> None:
+    """Answer requests until the parent closes the request pipe."""
+    from leka.evaluator.wire import WireError, read_frame, write_frame
+
     import tvm  # noqa: F401  (import cost paid once per worker)
 
     cache: dict[str, _Loaded] = {}
     while True:
         try:
-            req = conn.recv()
-        except (EOFError, OSError):
+            req = read_frame(fd_in)
+        except EOFError:
             return
+        _cpu_budget(req.pop("cpu_budget_s", None))
         try:
             reply = _handle(req, cache)
         except _Stage as s:
@@ -213,7 +197,22 @@ def serve(conn, log_path: str | None, mem_limit_gb: float, threads: int | None =
         except Exception as e:
             traceback.print_exc()
             reply = {"ok": False, "kind": "runtime_error", "stage": req.get("op"), "error": one_line(e)}
-        conn.send(reply)
+        try:
+            write_frame(fd_out, reply)
+        except WireError as e:  # e.g. an output dtype the wire does not carry
+            write_frame(fd_out, {"ok": False, "kind": "runtime_error", "stage": req.get("op"),
+                                 "error": f"reply not sendable: {e}"})
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m leka.evaluator.worker")
+    ap.add_argument("--in", dest="fd_in", type=int, required=True, help="fd of the request pipe")
+    ap.add_argument("--out", dest="fd_out", type=int, required=True, help="fd of the reply pipe")
+    a = ap.parse_args(argv)
+    sys.stdout.reconfigure(line_buffering=True)  # the log is read for crash reports
+    serve(a.fd_in, a.fd_out)
 
 
 def _handle(req: dict[str, Any], cache: dict[str, _Loaded]) -> dict[str, Any]:
@@ -245,3 +244,7 @@ def _handle(req: dict[str, Any], cache: dict[str, _Loaded]) -> dict[str, Any]:
         cache.pop(req["key"], None)
         return {"ok": True}
     raise ValueError(f"unknown op {op!r}")
+
+
+if __name__ == "__main__":
+    main()

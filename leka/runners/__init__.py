@@ -4,7 +4,8 @@
     loaded.upload(arrays)      # every param in order (inputs then outputs), host -> device
     loaded.run()               # one synchronous execution
     outs = loaded.download()   # every param, device -> host
-    secs = loaded.time(number) # mean seconds per run over `number` back-to-back synchronised runs
+    secs = loaded.time(number, poison)  # mean seconds per run over `number` timed runs; the params at
+                                        # positions `poison` refilled with poison before each (poison.py)
 
 llvm: TVM runtime on tvm.cpu(); opencl-pyopencl: TVM's OpenCL C replayed through pyopencl with TVM's
 launch geometry; cuda: TVM runtime on tvm.cuda() (GPU needed); edge presets are build-only.
@@ -27,7 +28,7 @@ class Loaded(Protocol):
     def upload(self, arrays: Sequence[np.ndarray]) -> None: ...
     def run(self) -> None: ...
     def download(self) -> list[np.ndarray]: ...
-    def time(self, number: int) -> float: ...
+    def time(self, number: int, poison: Sequence[int] = ()) -> float: ...
 
 
 class Runner(Protocol):

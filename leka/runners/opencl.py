@@ -109,12 +109,22 @@ class OpenCLLoaded:
         self.queue.finish()
         return out
 
-    def time(self, number: int) -> float:
-        """Wall time per run over `number` back-to-back runs, synchronised at the end (launch cost included,
-        as TVM's time_evaluator includes it on other devices)."""
+    def time(self, number: int, poison: Sequence[int] = ()) -> float:
+        """Mean wall time per run over `number` runs, each synchronised (launch cost included, as TVM's
+        time_evaluator includes it on other devices). The buffers at positions `poison` are refilled with
+        poison before every run, untimed, so a kernel never finds its previous answer there."""
+        from .poison import value
+
         self.run()  # warm-up: first launch pays PoCL's kernel JIT
-        t0 = time.perf_counter()
-        for _ in range(number):
+        patterns = [(self.buffers[i], np.asarray(value(self.params[i][2]), dtype=self.params[i][2]))
+                    for i in poison if self.host[i].nbytes]
+        total = 0.0
+        for _ in range(max(1, number)):
+            for buf, pattern in patterns:
+                self.cl.enqueue_fill_buffer(self.queue, buf, pattern, 0, buf.size)
+            self.queue.finish()
+            t0 = time.perf_counter()
             self._enqueue()
-        self.queue.finish()
-        return (time.perf_counter() - t0) / max(1, number)
+            self.queue.finish()
+            total += time.perf_counter() - t0
+        return total / max(1, number)

@@ -46,9 +46,18 @@ class TVMLoaded:
         self.dev.sync()
         return [t.numpy() for t in self.tensors] + [o.numpy() for o in self.outputs]
 
-    def time(self, number: int) -> float:
+    def timer(self, number: int, poison: Sequence[int] = ()):
+        """The loaded library's own time_evaluator (a C++ loop: nothing in Python is timed). Kernels: one
+        call per repeat, the params at positions `poison` refilled before each (untimed); graphs return
+        fresh outputs, so `number` back-to-back calls."""
         if self.vm is not None:
-            timer = self.vm.time_evaluator("main", self.dev, number=number, repeat=1)
-        else:
-            timer = self.artifact.executable.mod.time_evaluator(self.artifact.entry, self.dev, number=number, repeat=1)
-        return float(timer(*self.tensors).mean)
+            return self.vm.time_evaluator("main", self.dev, number=number, repeat=1)
+        from .poison import preproc
+
+        f_preproc = preproc(self.params, poison, self.dev) if poison else ""
+        return self.artifact.executable.mod.time_evaluator(self.artifact.entry, self.dev, number=1, repeat=number,
+                                                           f_preproc=f_preproc)
+
+    def time(self, number: int, poison: Sequence[int] = ()) -> float:
+        """Mean seconds per run over `number` timed runs."""
+        return float(np.mean(self.timer(number, poison)(*self.tensors).results))
