@@ -36,7 +36,7 @@ def test_trace_attributes_gains_to_each_layer(home, capsys):
     assert out["run"]["final"]["correct"] is True and len(out["steps"]) == 9
     assert main(["trace", "cli-run"]) == 0
     table = capsys.readouterr().out
-    assert "by layer: algorithm 2.02x  schedule 3.00x  memory 1.50x" in table
+    assert "by layer (in the final kernel): algorithm 2.02x  schedule 3.00x  memory 1.50x" in table
     assert "memory=[m_fast]" in table  # summaries are printed literally, not read as rich markup
 
 

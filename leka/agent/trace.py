@@ -90,6 +90,19 @@ class TraceStore:
         return {"run_id": r[0], "task": r[1], "target": r[2], "proposer": r[3], "options": json.loads(r[4]),
                 "created": r[5], "status": r[6], "final": json.loads(r[7]) if r[7] else None}
 
+    def resolve(self, run_id: str) -> str:
+        """The full id of run `run_id` or of the one run it is a unique prefix of (ids are long)."""
+        if self._read("SELECT 1 FROM agent_runs WHERE run_id=?", (run_id,)):
+            return run_id
+        like = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        rows = self._read("SELECT run_id FROM agent_runs WHERE run_id LIKE ? ESCAPE '\\' ORDER BY created DESC "
+                          "LIMIT 4", (like,))
+        if len(rows) == 1:
+            return rows[0][0]
+        if rows:
+            raise UnknownRunError(f"run id prefix {run_id!r} is ambiguous: {', '.join(r[0] for r in rows[:3])}, ...")
+        raise UnknownRunError(f"no LEKA run {run_id!r} in {self.path}; `leka trace --list` shows runs")
+
     def list_runs(self, limit: int = 50) -> list[dict[str, Any]]:
         rows = self._read("SELECT run_id FROM agent_runs ORDER BY created DESC LIMIT ?", (limit,))
         return [self.get_run(r[0]) for r in rows]
@@ -167,3 +180,54 @@ def contributions(steps: list[dict[str, Any]]) -> dict[str, Any]:
         current = s["best_after"]
     total = math.prod(by_layer.values())
     return {"path": path, "by_layer": by_layer, "total": total}
+
+
+def decision_irs(store: TraceStore, run_id: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The IR of every accepted decision (and of each kept base rewrite), in step order, read from the
+    write-ahead journal's proposals (the step records keep summaries and hashes, not IRs)."""
+    out = []
+    for s in steps:
+        for kind, idx in (("base", s.get("base")), ("accepted", s.get("accepted"))):
+            if idx is None or (kind == "base" and s.get("accepted") == idx):
+                continue
+            proposals = store.journal_get(run_id, f"step{s['step']}:proposals") or []
+            if idx < len(proposals) and proposals[idx].get("ir"):
+                cand = s["candidates"][idx]
+                out.append({"step": s["step"], "layer": s["layer"], "kind": kind, "summary": cand.get("summary", ""),
+                            "speedup": cand.get("speedup"), "ir": proposals[idx]["ir"]})
+    return out
+
+
+def contained_in(ir: dict[str, Any], final: dict[str, Any]) -> bool:
+    """Does the kernel `final` (IR JSON) still hold decision `ir`? Same algorithm, its schedule a prefix of
+    the final schedule, its memory steps all present (a later schedule replaces the whole list)."""
+    sched, mem = ir.get("schedule") or [], ir.get("memory") or []
+    return (ir.get("algorithm") == final.get("algorithm") and (final.get("schedule") or [])[:len(sched)] == sched
+            and all(m in (final.get("memory") or []) for m in mem))
+
+
+def kernel_credit(contrib: dict[str, Any], irs: list[dict[str, Any]], best_ir: dict[str, Any] | None
+                  ) -> dict[str, Any]:
+    """Per-layer credit of the decisions the final kernel contains. A decision that a later one replaced
+    (a new schedule for the same loops, a restart) passes its ratio on to the next decision that is in
+    the kernel, so the layers' product is unchanged and no layer is credited for code the kernel lacks.
+    Path entries gain in_kernel (True/False/None when the IR is unknown)."""
+    if best_ir is None:
+        return contrib
+    ir_of = {(d["step"], d["kind"]): d["ir"] for d in irs}
+    by_layer = {name: 1.0 for name in LAYERS}
+    carried, path = 1.0, []
+    for p in contrib["path"]:
+        ir = ir_of.get((p["step"], p["kind"]))
+        inside = None if ir is None else contained_in(ir, best_ir)
+        entry = dict(p, in_kernel=inside)
+        if inside is False:
+            carried *= p["ratio"]
+        else:
+            entry["credit"] = p["ratio"] * carried
+            by_layer[p["layer"]] *= entry["credit"]
+            carried = 1.0
+        path.append(entry)
+    if carried != 1.0 and path:  # nothing after the replaced decisions is in the kernel: keep the total
+        by_layer[path[-1]["layer"]] *= carried
+    return {"path": path, "by_layer": by_layer, "total": math.prod(by_layer.values())}

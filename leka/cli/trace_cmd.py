@@ -2,79 +2,181 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
+
+from .tables import Col, add_output_flags, output_mode, render
+
+PATH_LEGEND = ("legend: step = the agent step that made the decision; speedup = the best kernel's speedup vs the "
+               "baseline before -> after it (search timings); bought = after / before; in kernel = whether the "
+               "final kernel still contains it (a replaced decision passes its credit to the one that replaced "
+               "it, so the per-layer product matches the final kernel).")
+STEPS_LEGEND = ("legend: # = proposal index in its step; result = accepted (became the best), base (an algorithm "
+                "rewrite kept to build on), a speedup that was not enough, or the failure; route = the graph's "
+                "decision after the step -> the node it went to.")
 
 
 def register(sub) -> None:
     p = sub.add_parser(
         "trace", help="show a LEKA run's optimisation path (speedup bought by each decision, by layer)",
         description="Print the accepted decisions of a LEKA run in order, with the speedup ratio each bought and "
-                    "the product per layer (algorithm, schedule, memory); --steps adds every step (proposals, "
-                    "failures, routing decisions).")
-    p.add_argument("run", nargs="?", help="run id (see --list)")
+                    "the product per layer (algorithm, schedule, memory); --steps adds every proposal of every "
+                    "step (rejected ones with their failure) and the routing decisions.")
+    p.add_argument("run", nargs="?", help="run id, or a unique prefix of one (see --list)")
     p.add_argument("--list", action="store_true", help="list recent runs")
-    p.add_argument("--steps", action="store_true", help="also show every step")
+    p.add_argument("--steps", action="store_true", help="also show every proposal of every step")
+    p.add_argument("--export", metavar="DIR", help="write every accepted decision's kernel (and best.py) as "
+                                                  "TVMScript files with their `# leka:` header")
     p.add_argument("--json", action="store_true", help="print the trace as JSON")
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from leka.agent.progress import HEADERS, step_cells
-    from leka.agent.trace import TraceStore, contributions, trace_path
+    from leka.agent.trace import TraceStore, decision_irs, kernel_credit, trace_path
     from leka.errors import LekaError
 
     if not trace_path().exists():
         raise LekaError(f"no LEKA runs here ({trace_path()} does not exist); run `leka tune TASK` first")
     store = TraceStore()
-    console = Console()
     if args.list or not args.run:
-        runs = store.list_runs()
-        if args.json:
-            print(json.dumps([{k: r[k] for k in ("run_id", "task", "target", "proposer", "status", "created")}
-                              for r in runs], indent=2))
-            return 0
-        t = Table(title=f"LEKA runs in {store.path}")
-        for h in ("run", "task", "target", "proposer", "status", "speedup"):
-            t.add_column(h)
-        for r in runs:
-            sp = (r["final"] or {}).get("speedup")
-            t.add_row(escape(r["run_id"]), escape(r["task"]), r["target"], r["proposer"], r["status"],
-                      f"{sp:.2f}x" if isinstance(sp, (int, float)) else "-")
-        console.print(t)
-        return 0
-    run_rec = store.get_run(args.run)
-    steps = store.steps(args.run)
-    contrib = contributions(steps)
+        return _list(store, args)
+    run_id = store.resolve(args.run)
+    run_rec = store.get_run(run_id)
+    steps = store.steps(run_id)
+    irs = decision_irs(store, run_id, steps)
+    best_ir = (run_rec.get("final") or {}).get("best_ir")
+    from leka.agent.trace import contributions
+
+    contrib = kernel_credit(contributions(steps), irs, best_ir)
+    if args.export:
+        _export(run_rec, irs, Path(args.export))
     if args.json:
-        print(json.dumps({"run": run_rec, "contributions": contrib, "steps": steps if args.steps else None},
-                         indent=2, default=str))
+        final = {k: v for k, v in (run_rec.get("final") or {}).items() if k not in ("best_ir", "eval")}
+        print(json.dumps({"run": dict(run_rec, final=final or None), "contributions": contrib,
+                          "steps": steps if args.steps else None}, indent=2, default=str))
         return 0
-    t = Table(title=f"LEKA {args.run}: {run_rec['task']} on {run_rec['target']} ({run_rec['proposer']}, "
-                    f"{run_rec['status']})")
-    for h in ("step", "layer", "decision", "speedup", "bought", "prompt"):
-        t.add_column(h, overflow="fold")
-    for p in contrib["path"]:
-        t.add_row(str(p["step"]), p["layer"], escape(p["summary"][:90]),
-                  f"{p['speedup_before']:.2f}x -> {p['speedup_after']:.2f}x", f"{p['ratio']:.2f}x",
-                  (p.get("prompt_hash") or "-")[:12])
-    console.print(t)
-    by = contrib["by_layer"]
-    console.print("by layer: " + "  ".join(f"{k} {v:.2f}x" for k, v in by.items())
-                  + f"  = {contrib['total']:.2f}x in search")
-    final = run_rec.get("final")
-    if final:
-        sp = final.get("speedup")
-        console.print(f"final (fresh worker): correct={final.get('correct')} "
-                      + (f"speedup {sp:.2f}x vs {final.get('baseline')}" if isinstance(sp, (int, float)) else
-                         f"failure {final.get('failure')}"))
-    if args.steps:
-        st = Table(title="every step")
-        for h in HEADERS:
-            st.add_column(h, overflow="fold")
-        for s in steps:
-            st.add_row(*(escape(c) for c in step_cells(s)))
-        console.print(st)
+    _show(run_rec, steps, contrib, output_mode(args), args.steps)
     return 0
+
+
+def _list(store: Any, args: Any) -> int:
+    runs = store.list_runs()
+    if args.json:
+        print(json.dumps([{k: r[k] for k in ("run_id", "task", "target", "proposer", "status", "created")}
+                          for r in runs], indent=2))
+        return 0
+    rows = []
+    for r in runs:
+        sp = (r["final"] or {}).get("speedup")
+        rows.append([r["run_id"], r["status"], f"{sp:.2f}x" if isinstance(sp, (int, float)) else "-", r["task"],
+                     r["target"]])
+    render(f"LEKA runs in {store.path} (newest first)", [Col("run", "id"), Col("status", "id"),
+                                                         Col("speedup", "num"), Col("task", "desc"),
+                                                         Col("target", "desc")], rows, output_mode(args))
+    return 0
+
+
+def _show(run_rec: dict[str, Any], steps: list[dict[str, Any]], contrib: dict[str, Any], mode: str,
+          show_steps: bool) -> None:
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    say = (lambda text: console.print(text, markup=False)) if mode == "rich" else print
+    rows = []
+    prompts = any(p.get("prompt_hash") for p in contrib["path"])
+    for p in contrib["path"]:
+        text = p["summary"] + (f" -- {p['rationale']}" if p.get("rationale") and p["rationale"] not in p["summary"]
+                               else "")
+        inside = {True: "yes", False: "replaced", None: "?"}[p.get("in_kernel")]
+        rows.append([str(p["step"]), p["layer"] + (" (base)" if p["kind"] == "base" else ""), text,
+                     f"{p['speedup_before']:.2f}x->{p['speedup_after']:.2f}x", f"{p['ratio']:.2f}x", inside]
+                    + ([(p.get("prompt_hash") or "-")[:12]] if prompts else []))
+    cols = [Col("step", "num"), Col("layer", "id"), Col("decision"), Col("speedup", "id"), Col("bought", "num"),
+            Col("in kernel", "id")] + ([Col("prompt", "id")] if prompts else [])
+    title = (f"LEKA {run_rec['run_id']}: {run_rec['task']} on {run_rec['target']} ({run_rec['proposer']}, "
+             f"{run_rec['status']})")
+    render(title, cols, rows, mode, console)
+    if not rows:
+        say("no decision was accepted: the baseline definition is the answer")
+    by = contrib["by_layer"]
+    say("by layer (in the final kernel): " + "  ".join(f"{k} {v:.2f}x" for k, v in by.items())
+        + f"  = {contrib['total']:.2f}x in search")
+    _say_final(say, run_rec)
+    if mode == "rich":
+        say(PATH_LEGEND)
+    if show_steps:
+        render(f"every step of {run_rec['run_id']}", STEP_COLS, step_rows(steps), mode, console)
+        if mode == "rich":
+            say(STEPS_LEGEND)
+
+
+def _say_final(say: Any, run_rec: dict[str, Any]) -> None:
+    final = run_rec.get("final")
+    if not final:
+        say(f"no final record (status {run_rec['status']})"
+            + (f": {run_rec.get('error')}" if run_rec.get("error") else ""))
+        return
+    sp = final.get("speedup")
+    if not final.get("correct"):
+        say(f"final (fresh worker): NOT verified: {final.get('failure')}: {final.get('error')}")
+    else:
+        say(f"final (fresh worker): correct, {sp:.2f}x vs {final.get('baseline')}" if isinstance(sp, (int, float))
+            else "final (fresh worker): correct, not timed")
+
+
+def step_rows(steps: list[dict[str, Any]]) -> list[list[str]]:
+    """Every proposal of every step: accepted, kept as base, rejected (with its speedup) or failed."""
+    rows = []
+    for s in steps:
+        route = f"{s.get('decision', '')}->{s.get('next', '')}"
+        cands = s.get("candidates") or []
+        if not cands:
+            rows.append([str(s["step"]), s["layer"], "-", s.get("outcome", ""), s.get("error") or "no proposal",
+                         route])
+        for c in cands:
+            if s.get("accepted") == c.get("index"):
+                result = f"accepted {c.get('speedup') or 0:.2f}x"
+            elif s.get("base") == c.get("index"):
+                result = f"base {c.get('speedup') or 0:.2f}x"
+            elif c.get("failure"):
+                result = c["failure"]
+            elif isinstance(c.get("speedup"), (int, float)):
+                result = f"{c['speedup']:.2f}x (not kept)"
+            else:
+                result = "not evaluated"
+            text = c.get("summary") or ""
+            if c.get("error"):
+                text = f"{text}: {c['error']}" if text else c["error"]
+            rows.append([str(s["step"]), s["layer"], str(c.get("index", "")), result, text, route])
+    return rows
+
+
+STEP_COLS = [Col("step", "num"), Col("layer", "id"), Col("#", "num"), Col("result", "id"), Col("proposal"),
+             Col("route", "id")]
+
+
+def _export(run_rec: dict[str, Any], irs: list[dict[str, Any]], out: Path) -> None:
+    """Every accepted decision's kernel as a candidate file, plus best.py (the final kernel)."""
+    import sys
+
+    from leka.kernel_export import ir_script, safe_name, write_kernel
+    from leka.targets import get_target
+    from leka.tasks import all_tasks, get_task
+
+    opts = run_rec["options"].get("tune") or {}
+    if opts.get("tasks_paths"):
+        all_tasks(opts["tasks_paths"])
+    spec = opts.get("target") or run_rec["target"]
+    task, target = get_task(run_rec["task"]), get_target(spec)
+    written = []
+    for d in irs:
+        name = f"step{d['step']:02d}-{d['layer']}{'-base' if d['kind'] == 'base' else ''}.py"
+        note = f"leka run {run_rec['run_id']} step {d['step']} ({d['layer']}): {d['summary']}"
+        written.append(write_kernel(out / safe_name(name), ir_script(d["ir"], task, target), task.id, spec,
+                                    note.splitlines()[0][:200]))
+    final = run_rec.get("final") or {}
+    if final.get("best_ir"):
+        written.append(write_kernel(out / "best.py", ir_script(final["best_ir"], task, target), task.id, spec,
+                                    f"leka run {run_rec['run_id']}: the final kernel"))
+    print(f"wrote {len(written)} kernel file(s) to {out}", file=sys.stderr)

@@ -32,6 +32,9 @@ def register(sub) -> None:
     p.add_argument("--trials", type=int, default=5, help="correctness trials per candidate (default 5)")
     p.add_argument("--tasks", action="append", default=[], metavar="PATH", help="extra user task file/folder")
     p.add_argument("--resume", metavar="RUN", help="continue run RUN from its last checkpoint")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the best kernel as TVMScript with its `# leka:` header (`leka eval FILE` re-checks it)")
+    p.add_argument("--export-lib", metavar="FILE", help="build the best kernel for the target into a library (.so)")
     p.add_argument("--json", action="store_true", help="print the final record as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=run)
@@ -83,7 +86,35 @@ def run(args) -> int:
         print(json.dumps(out, indent=2, default=str))
     else:
         _print_human(final)
+    if args.output or args.export_lib:
+        _take_away(final, args.output, args.export_lib)
     return 0 if final.get("correct") else 1
+
+
+def _take_away(final: dict, script_path: str | None, lib_path: str | None) -> None:
+    """-o / --export-lib: the verified best kernel as a candidate file and/or a library for its target."""
+    from leka.agent.trace import TraceStore
+    from leka.errors import LekaError
+    from leka.kernel_export import export_library, ir_script, write_kernel
+    from leka.targets import get_target
+    from leka.tasks import all_tasks, get_task
+
+    if not final.get("correct") or not final.get("best_ir"):
+        raise LekaError("no kernel written: the best candidate was not verified in the fresh worker")
+    opts = TraceStore().get_run(final["run_id"])["options"].get("tune") or {}
+    if opts.get("tasks_paths"):
+        all_tasks(opts["tasks_paths"])
+    spec = opts.get("target") or final["target"]
+    target = get_target(spec)
+    source = ir_script(final["best_ir"], get_task(final["task"]), target)
+    note = (f"tuned by leka run {final['run_id']}: {final.get('speedup') or 0:.2f}x vs {final.get('baseline')} "
+            f"(fresh worker)")
+    if script_path:
+        print(f"wrote {write_kernel(script_path, source, final['task'], spec, note)}", file=sys.stderr)
+    if lib_path:
+        built = export_library(source, target.target if target.name == "custom" else spec, lib_path)
+        print(f"wrote {built['path']} (built in {built['compile_s']:.2f} s)"
+              + "".join(f"; {n}" for n in built.get("notes", [])), file=sys.stderr)
 
 
 def _print_human(f: dict) -> None:

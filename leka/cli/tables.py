@@ -1,0 +1,109 @@
+"""Tables for the terminal and for pipes: one description of the columns, three renderings.
+
+"rich": a boxed table that fits the terminal (80 columns and up): id columns are never split (no wrap;
+the longest id sets the column's minimum width), descriptions are cut with an ellipsis, free text
+wraps. "plain": aligned columns separated by two spaces, nothing cut (logs, `less`). "tsv": one line
+per row, tab-separated, header first (scripts). `--plain` and `--tsv` choose; when stdout is not a
+terminal, "plain" is the default.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+KINDS = ("id", "text", "desc", "num")
+
+
+@dataclass(frozen=True)
+class Col:
+    name: str
+    kind: str = "text"  # id: never split; text: wraps; desc: cut with an ellipsis; num: right-aligned
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"column kind {self.kind!r}; known: {KINDS}")
+
+
+def add_output_flags(p: Any) -> None:
+    """--plain / --tsv on a subcommand that prints tables."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--plain", action="store_true", help="aligned text, no boxes or colours (default when piped)")
+    g.add_argument("--tsv", action="store_true", help="tab-separated values with a header line")
+
+
+def output_mode(args: Any, stream: Any = None) -> str:
+    if getattr(args, "tsv", False):
+        return "tsv"
+    if getattr(args, "plain", False):
+        return "plain"
+    stream = stream or sys.stdout
+    return "rich" if getattr(stream, "isatty", lambda: False)() else "plain"
+
+
+def _clean(cell: Any) -> str:
+    return " ".join(str("" if cell is None else cell).split())  # one line per cell outside rich
+
+
+def _flex_widths(cols: Sequence[Col], longest: list[int], width: int) -> dict[int, int]:
+    """Widths of the desc/text columns once the id and number columns have theirs (never cut)."""
+    fixed = sum(n for c, n in zip(cols, longest) if c.kind in ("id", "num"))
+    # the narrowest first: what a short column does not need goes to the wide ones
+    flex = sorted((i for i, c in enumerate(cols) if c.kind in ("desc", "text")), key=lambda i: longest[i])
+    room = width - fixed - 3 * len(cols) - 1  # "│ " + " " around each cell, one closing border
+    out: dict[int, int] = {}
+    for n, i in enumerate(flex):
+        share = max(8, room // (len(flex) - n))
+        out[i] = min(longest[i], share)
+        room -= out[i]
+    return out
+
+
+def render_rich(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], console: Any = None,
+                caption: str | None = None) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = console or Console()
+    cells = [[str("" if x is None else x) for x in r] for r in rows]
+    longest = [max([len(c.name)] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
+    flex = _flex_widths(cols, longest, console.width)
+    t = Table(title=escape(title) if title else None, caption=escape(caption) if caption else None)
+    for i, c in enumerate(cols):
+        if c.kind in ("id", "num"):
+            t.add_column(c.name, no_wrap=True, min_width=longest[i], justify="right" if c.kind == "num" else "left")
+        elif c.kind == "desc":
+            t.add_column(c.name, no_wrap=True, overflow="ellipsis", width=flex[i])
+        else:
+            t.add_column(c.name, overflow="fold", min_width=min(flex[i], longest[i]), max_width=flex[i])
+    for r in cells:
+        t.add_row(*(escape(x) for x in r))
+    console.print(t)
+
+
+def render_text(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], mode: str,
+                stream: Any = None, caption: str | None = None) -> None:
+    stream = stream or sys.stdout
+    cells = [[_clean(x) for x in r] for r in rows]
+    head = [c.name for c in cols]
+    if mode == "tsv":
+        for line in [head] + cells:
+            print("\t".join(x.replace("\t", " ") for x in line), file=stream)
+        return
+    widths = [max(len(x) for x in col) for col in zip(head, *cells)]
+    if title:
+        print(f"# {title}", file=stream)
+    for line in [head] + cells:
+        parts = [x.rjust(w) if c.kind == "num" else x.ljust(w) for x, w, c in zip(line, widths, cols)]
+        print("  ".join(parts).rstrip(), file=stream)
+    if caption:
+        print(f"# {caption}", file=stream)
+
+
+def render(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], mode: str = "rich",
+           console: Any = None, caption: str | None = None) -> None:
+    if mode == "rich":
+        render_rich(title, cols, rows, console, caption)
+    else:
+        render_text(title, cols, rows, mode, caption=caption)

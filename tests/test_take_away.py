@@ -1,0 +1,79 @@
+"""Taking a tuned kernel away: `leka tune -o/--export-lib`, `leka eval` of the written file (round
+trip), `leka trace --export`, run-id prefixes; and the per-layer credit of decisions the final kernel
+no longer contains."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leka.agent.trace import contained_in, kernel_credit
+from leka.candidate import load_candidate
+from leka.kernel_export import header_target, with_header
+
+TASK = "l1-split_heads_transpose-128x4x32"  # a tiny kernel: the whole run takes seconds
+
+
+def _leka(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    exe = str(Path(sys.executable).with_name("leka"))
+    return subprocess.run([exe, *args], capture_output=True, text=True, timeout=600, env=env)
+
+
+@pytest.mark.slow
+def test_tune_output_round_trips_through_eval(tmp_path):
+    env = dict(os.environ, LEKA_HOME=str(tmp_path / "home"))
+    kernel, lib = tmp_path / "out" / "kernel.py", tmp_path / "out" / "kernel.so"
+    p = _leka(["tune", TASK, "--max-steps", "2", "--trials", "2", "--json", "-o", str(kernel),
+               "--export-lib", str(lib)], env)
+    assert p.returncode == 0, p.stderr[-2000:]
+    run_id = json.loads(p.stdout)["run_id"]
+    cand = load_candidate(kernel)
+    assert (cand.task, cand.target) == (TASK, "host-cpu")
+    import tvm
+
+    assert lib.stat().st_size > 0 and tvm.runtime.load_module(str(lib))["main"] is not None
+    e = _leka(["eval", str(kernel), "--trials", "2", "--no-measure", "--json"], env)
+    assert e.returncode == 0, e.stdout + e.stderr
+    assert json.loads(e.stdout)["correct"] is True
+    out = tmp_path / "steps"
+    t = _leka(["trace", run_id[:9], "--export", str(out), "--plain"], env)  # a unique prefix is enough
+    assert t.returncode == 0, t.stderr
+    best, written = (out / "best.py").read_text().splitlines(), kernel.read_text().splitlines()
+    assert best[0] == written[0] and best[2:] == written[2:]  # same header and kernel; the notes differ
+    assert run_id in t.stdout and "Traceback" not in t.stderr
+
+
+def test_header_round_trip_and_replacement():
+    src = "# leka: task=old target=x\n# from tvm.script import tirx as T\n@T.prim_func\ndef main(): pass\n"
+    text = with_header(src, "l1-a", {"kind": "llvm", "mcpu": "x86-64"}, note="tuned")
+    assert text.splitlines()[0] == '# leka: task=l1-a target={"kind":"llvm","mcpu":"x86-64"}'
+    assert text.count("# leka:") == 1 and text.splitlines()[1] == "# tuned"
+    assert header_target("host-cpu") == "host-cpu"
+    assert header_target('{"kind": "llvm"}') == '{"kind":"llvm"}'
+
+
+def _ir(sched, mem=(), alg=None):
+    return {"task": "t", "algorithm": alg or {"kind": "task"}, "schedule": list(sched), "memory": list(mem)}
+
+
+def test_replaced_decision_passes_its_credit_on():
+    s1, s2 = {"op": "split", "loop": "i"}, {"op": "tile", "loop": "j"}
+    best = _ir([s2], [{"op": "cache_read"}])
+    assert contained_in(_ir([s2]), best) and not contained_in(_ir([s1]), best)
+    path = [{"step": 1, "layer": "schedule", "kind": "accepted", "ratio": 2.0},
+            {"step": 2, "layer": "memory", "kind": "accepted", "ratio": 1.5},
+            {"step": 3, "layer": "schedule", "kind": "accepted", "ratio": 3.0},
+            {"step": 4, "layer": "memory", "kind": "accepted", "ratio": 1.25}]
+    irs = [{"step": 1, "kind": "accepted", "ir": _ir([s1])},
+           {"step": 2, "kind": "accepted", "ir": _ir([s1], [{"op": "cache_write"}])},
+           {"step": 3, "kind": "accepted", "ir": _ir([s2])},
+           {"step": 4, "kind": "accepted", "ir": best}]
+    out = kernel_credit({"path": path, "by_layer": {}, "total": 11.25}, irs, best)
+    assert [p["in_kernel"] for p in out["path"]] == [False, False, True, True]
+    # steps 1 and 2 are not in the kernel: step 3 (which replaced them) carries their 2.0 * 1.5
+    assert out["by_layer"]["schedule"] == pytest.approx(9.0) and out["by_layer"]["memory"] == pytest.approx(1.25)
+    assert out["total"] == pytest.approx(2.0 * 1.5 * 3.0 * 1.25)
