@@ -44,7 +44,8 @@ def make_task(*, level: int, pattern: str, tag: str, domain: str, args: Sequence
               dtype: str | None = None, layout: str = "", bytes_moved: int | None = None,
               rtol: float | None = None, atol: float | None = None, memory_budget_bytes: int | None = None,
               make_inputs: Callable[[np.random.Generator, str], list[np.ndarray]] | None = None,
-              tags: Sequence[str] = ()) -> Task:
+              tags: Sequence[str] = (), int_tolerance: str = "exact",
+              pre_rounding: Callable[..., Any] | None = None) -> Task:
     args = tuple(args)
     main_dtype = dtype or args[0].dtype
     sfx = "" if main_dtype == "float32" else DTYPE_TAG.get(main_dtype, main_dtype)
@@ -56,6 +57,7 @@ def make_task(*, level: int, pattern: str, tag: str, domain: str, args: Sequence
                 bytes=int(bytes_moved if bytes_moved is not None else sum(a.nbytes for a in args)),
                 dtype=main_dtype, layout=layout, description=description, rtol=rtol, atol=atol,
                 memory_budget_bytes=memory_budget_bytes, make_inputs=make_inputs,
+                int_tolerance=int_tolerance, pre_rounding=pre_rounding,
                 tags=tuple(tags) + (DTYPE_TAG.get(main_dtype, main_dtype),))
 
 

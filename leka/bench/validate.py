@@ -29,7 +29,8 @@ def validate_tasks(tasks: Sequence[Any], target: Any, trials: int = 3,
 
     rep = ValidationReport(target.name)
     t0 = time.perf_counter()
-    with Evaluator(target, EvalConfig(trials=trials, measure=False)) as ev:
+    # holdout: the suite must hold on the held-back input families as well, since judging uses them
+    with Evaluator(target, EvalConfig(trials=trials, measure=False, holdout=True)) as ev:
         for task in tasks:
             t1 = time.perf_counter()
             try:

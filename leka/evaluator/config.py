@@ -3,14 +3,21 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from leka.tasks.task import FLOAT_DISTS
+from leka.tasks.task import FLOAT_DISTS, HOLDOUT_DISTS
 
 
 @dataclass(frozen=True)
 class EvalConfig:
     trials: int = 5  # fresh random inputs per trial, cycling through `dists`
     dists: tuple[str, ...] = ("normal", "heavy", "uniform", "mixed-scale", "normal")
-    seed: int = 0
+    # None: every evaluation draws its inputs from a fresh random seed (recorded as EvalResult.input_seed);
+    # a number pins it, to replay an evaluation on exactly the inputs it had.
+    seed: int | None = None
+    # Judging, not searching: add trials on the held-back input families (HOLDOUT_DISTS), whose mismatches
+    # are reported without values. `leka eval`, bench samples and the agent's finalize set it; search feedback
+    # never does.
+    holdout: bool = False
+    holdout_dists: tuple[str, ...] = HOLDOUT_DISTS
     measure: bool = True  # time candidate vs baseline (only when correct)
     warmup: int = 2  # untimed runs of each side before the rounds
     min_rounds: int = 7  # alternating candidate/baseline timing rounds
@@ -27,8 +34,13 @@ class EvalConfig:
         bad = [d for d in self.dists if d not in FLOAT_DISTS]
         if bad:
             raise ValueError(f"unknown input distribution(s) {bad}; known: {FLOAT_DISTS}")
+        bad = [d for d in self.holdout_dists if d not in HOLDOUT_DISTS + FLOAT_DISTS]
+        if bad:
+            raise ValueError(f"unknown held-back distribution(s) {bad}; known: {HOLDOUT_DISTS}")
         if self.trials < 1:
             raise ValueError("trials must be >= 1")
+        if self.seed is not None and not 0 <= self.seed < 2**63:
+            raise ValueError("seed must be in [0, 2**63)")
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -1,12 +1,15 @@
 """Correctness: compare a candidate's outputs with the reference, outside the worker.
 
-atol is relative to the trial's reference scale (atol_scale * max|expected|), so one tolerance
+A candidate must return exactly the task's outputs, each with the expected shape and dtype. For float
+outputs atol is relative to the trial's reference scale (atol_scale * max|expected|), so one tolerance
 serves tiny and large outputs alike; NaN where the reference is finite always fails (outputs are
-pre-filled with NaN or garbage, so an unwritten element is caught); inputs must come back unchanged.
+pre-filled with NaN or garbage, so an unwritten element is caught). Integer outputs are exact, except
++-1 on the rounding ties a task declares (Task.int_tolerance = "ties"). Inputs must come back unchanged.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -16,10 +19,11 @@ from .result import Mismatch
 @dataclass
 class Verdict:
     ok: bool
-    reason: str = ""
+    reason: str = ""  # with the first mismatch's index and values
     mismatches: list[Mismatch] = field(default_factory=list)
     mismatch_count: int = 0
     max_abs_err: float = 0.0
+    summary: str = ""  # the reason without any value (for held-back inputs)
 
 
 def _scalar(x) -> float | int | None:
@@ -30,14 +34,17 @@ def _scalar(x) -> float | int | None:
 
 
 def compare(name: str, got: np.ndarray, expected: np.ndarray, rtol: float, atol_scale: float,
-            max_report: int = 5) -> Verdict:
-    if got.shape != expected.shape:
-        return Verdict(False, f"output {name} has shape {got.shape}, expected {expected.shape}")
+            max_report: int = 5, ties: np.ndarray | None = None) -> Verdict:
+    """Element-wise check of one output. Integer outputs ignore rtol/atol: exact, or off by one only
+    where `ties` is True."""
+    if got.shape != expected.shape or got.dtype != expected.dtype:
+        why = (f"output {name} is {got.dtype}{list(got.shape)}, expected {expected.dtype}{list(expected.shape)}")
+        return Verdict(False, why, summary=why)
     if expected.dtype.kind in "iub":
-        bad = got != expected
         err = np.abs(got.astype(np.int64) - expected.astype(np.int64))
-        if rtol or atol_scale:  # integer tasks may allow an off-by-one rounding tolerance
-            bad = err > atol_scale + rtol * np.abs(expected.astype(np.int64))
+        bad = err != 0
+        if ties is not None:
+            bad &= ~(ties & (err == 1))
     else:
         g = got.astype(np.float64)
         e = expected.astype(np.float64)
@@ -58,13 +65,39 @@ def compare(name: str, got: np.ndarray, expected: np.ndarray, rtol: float, atol_
     mism = [Mismatch(name, [int(i) for i in ix], _scalar(got[tuple(ix)]), _scalar(expected[tuple(ix)]))
             for ix in idx]
     first = mism[0]
-    return Verdict(False, f"output {name}: {count} of {got.size} elements differ (first at {first.index}: "
-                          f"got {first.got}, expected {first.expected})", mism, count, max_err)
+    summary = f"output {name}: {count} of {got.size} elements differ"
+    return Verdict(False, f"{summary} (first at {first.index}: got {first.got}, expected {first.expected})",
+                   mism, count, max_err, summary=summary)
+
+
+def check_outputs(task: Any, outputs: Sequence[Any], refs: Sequence[np.ndarray],
+                  ties: Sequence[np.ndarray | None], max_report: int = 5) -> Verdict:
+    """All outputs of one run: exactly the task's outputs, each compared with its reference."""
+    specs = task.outputs
+    if len(outputs) != len(specs) or len(refs) != len(specs):
+        why = f"the candidate returned {len(outputs)} output(s), the task has {len(specs)}"
+        return Verdict(False, why, summary=why)
+    worst = 0.0
+    for spec, got, exp, tie in zip(specs, outputs, refs, ties, strict=True):
+        if not isinstance(got, np.ndarray):
+            why = f"output {spec.name} is not an array"
+            return Verdict(False, why, summary=why)
+        rtol, atol = task.tolerance(spec)
+        v = compare(spec.name, got, exp, rtol, atol, max_report, tie)
+        worst = max(worst, v.max_abs_err)
+        if not v.ok:
+            v.max_abs_err = worst
+            return v
+    return Verdict(True, max_abs_err=worst)
 
 
 def inputs_unchanged(before: list[np.ndarray], after: list[np.ndarray], names: list[str]) -> str:
     """'' if every input came back bit-identical, else which one was modified."""
-    for n, b, a in zip(names, before, after):
+    if len(after) != len(before):
+        return f"the candidate returned {len(after)} input(s), the task has {len(before)}"
+    for n, b, a in zip(names, before, after, strict=True):
+        if not isinstance(a, np.ndarray):
+            return f"input {n} did not come back as an array"
         if b.shape != a.shape or not np.array_equal(b, a, equal_nan=b.dtype.kind == "f"):
             return f"input {n} was modified by the candidate"
     return ""

@@ -1,10 +1,12 @@
 """Evaluator: the honest judge. Inputs and reference outputs are made here; the candidate is built,
 run and timed in a worker process; correctness is decided here.
 
-Protocol per candidate: load (parse, signature check, build) -> run N trials on fresh inputs from
-several distributions, outputs pre-filled with NaN/garbage -> compare with the reference, inputs
-unchanged -> time candidate and baseline alternately in the same worker -> re-check the outputs
-left by the timing loop. speedup = baseline median / candidate median.
+Protocol per candidate: draw a fresh input seed (inputs.py; references computed on a helper thread while
+the worker compiles) -> load (parse, signature check, build) -> run N trials from several distributions
+(plus the held-back families when judging), outputs pre-filled with NaN/garbage -> compare with the
+reference (exactly the task's outputs, shapes and dtypes), inputs unchanged -> time candidate and baseline
+alternately in the same worker on the timing loop's own inputs -> check the outputs left by the timing loop
+against the reference of those inputs. speedup = baseline median / candidate median.
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ from leka.targets import TargetPreset, get_target
 from leka.tasks.task import Task
 
 from .config import EvalConfig
-from .correctness import compare, inputs_unchanged
+from .correctness import Verdict, check_outputs, inputs_unchanged
+from .inputs import InputSource, Trial, TrialSet
 from .pool import Worker, WorkerFault
 from .result import EvalResult, candidate_hash, versions
 from .timing import summarize
@@ -35,7 +38,7 @@ class Evaluator:
         self.threads = self._threads()
         self.worker = Worker(self.config.mem_limit_gb, self.threads)
         self._baselines: dict[tuple[str, str], tuple[str, str]] = {}  # (task, name) -> (label, source)
-        self._trials: dict[str, tuple[list[list[np.ndarray]], list[list[np.ndarray]]]] = {}
+        self.inputs = InputSource(self.config)
 
     def _threads(self) -> int | None:
         """Thread pool size for CPU targets: the config's, else the user's TVM_NUM_THREADS, else the
@@ -59,16 +62,7 @@ class Evaluator:
 
     def close(self) -> None:
         self.worker.close()
-
-    # -- inputs and references, computed in this process from trusted task code ---------------------
-    def trials(self, task: Task) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
-        if task.id not in self._trials:
-            rng = np.random.default_rng(self.config.seed)
-            dists = [self.config.dists[i % len(self.config.dists)] for i in range(self.config.trials)]
-            ins = [task.generate_inputs(rng, d) for d in dists]
-            refs = [task.run_reference([a.copy() for a in x]) for x in ins]
-            self._trials[task.id] = (ins, refs)
-        return self._trials[task.id]
+        self.inputs.close()
 
     def baseline_source(self, task: Task, name: str) -> tuple[str, str]:
         """(label, TVMScript) of a named baseline for this task and target."""
@@ -90,13 +84,17 @@ class Evaluator:
 
     # -- the protocol ------------------------------------------------------------------------------
     def evaluate(self, task: Task, source: str, baseline: str = "tvm-naive", *,
-                 measure: bool | None = None) -> EvalResult:
+                 measure: bool | None = None, holdout: bool | None = None) -> EvalResult:
+        """Judge one candidate. `holdout` (default: the config's) adds the held-back input families: set it
+        when the result is final, never for feedback that a search acts on."""
         t_start = time.perf_counter()
         cfg = self.config
         measure = cfg.measure if measure is None else measure
+        holdout = cfg.holdout if holdout is None else holdout
         chash = candidate_hash(source)
+        seed, made = self.inputs.start(task, holdout, measure)
         res = EvalResult(task=task.id, target=self.target.name, candidate_hash=chash, baseline=baseline,
-                         versions=versions())
+                         versions=versions(), input_seed=seed, holdout=holdout)
         args = [(a.name, tuple(a.shape), a.dtype, a.role) for a in task.args]
         target_json = self.target.target if self.target.name == "custom" else self.target.name
         compile_s = 0.0
@@ -112,10 +110,11 @@ class Evaluator:
                 res.status = "build_only"
                 res.error = self.target.why_not_runnable
                 return self._done(res, t_start, compile_s)
-            if not self._check(task, chash, args, res):
+            trials = made.result()
+            if not self._check(task, chash, args, res, trials):
                 return self._done(res, t_start, compile_s)
             if measure:
-                self._measure(task, chash, args, baseline, res)
+                self._measure(task, chash, args, baseline, res, trials.timing)
                 if res.failure is None:
                     res.status = "ok"
             else:
@@ -137,34 +136,44 @@ class Evaluator:
             return None
         return reply
 
-    def _check(self, task: Task, key: str, args: list, res: EvalResult) -> bool:
-        ins, refs = self.trials(task)
-        fills = ["nan" if i % 2 == 0 else "garbage" for i in range(len(ins))]
-        reply = self._ask({"op": "run", "key": key, "args": args, "trials": ins, "fills": fills,
-                           "seed": self.config.seed}, self.config.run_timeout_s, res, "run")
+    def _check(self, task: Task, key: str, args: list, res: EvalResult, ts: TrialSet) -> bool:
+        fills = ["nan" if i % 2 == 0 else "garbage" for i in range(len(ts.trials))]
+        reply = self._ask({"op": "run", "key": key, "args": args, "trials": [t.inputs for t in ts.trials],
+                           "fills": fills, "seed": ts.fill_seed}, self.config.run_timeout_s, res, "run")
         if reply is None:
             return False
-        rtol, atol = task.tolerance()
+        res.trials = len(ts.trials)
+        got = reply.get("trials")
+        if not isinstance(got, list) or len(got) != len(ts.trials):
+            res.fail("runtime_error", "the worker returned a different number of trials", "run")
+            return False
         in_names = [a.name for a in task.inputs]
-        res.trials = len(ins)
-        for t, (x, ref, out) in enumerate(zip(ins, refs, reply["trials"])):
-            changed = inputs_unchanged(x, out["inputs_after"], in_names)
+        for t, (trial, out) in enumerate(zip(ts.trials, got, strict=True)):
+            where = f"trial {t} ({trial.label} inputs)"
+            changed = inputs_unchanged(trial.inputs, list(out.get("inputs_after") or []), in_names)
             if changed:
-                res.fail("wrong", f"trial {t}: {changed}", "check")
+                res.fail("wrong", f"{where}: {changed}", "check")
                 return False
-            for spec, got, exp in zip(task.outputs, out["outputs"], ref):
-                v = compare(spec.name, got, exp, rtol, atol, self.config.max_mismatches)
-                res.max_abs_err = max(res.max_abs_err or 0.0, v.max_abs_err)
-                if not v.ok:
-                    res.mismatches, res.mismatch_count = v.mismatches, v.mismatch_count
-                    res.fail("wrong", f"trial {t} ({self.config.dists[t % len(self.config.dists)]} inputs): "
-                                      f"{v.reason}", "check")
-                    return False
+            v = check_outputs(task, list(out.get("outputs") or []), trial.refs, trial.ties, self.config.max_mismatches)
+            res.max_abs_err = max(res.max_abs_err or 0.0, v.max_abs_err)
+            if not v.ok:
+                self._wrong(res, v, where, trial, "check")
+                return False
             res.trials_passed += 1
         res.correct = True
         return True
 
-    def _measure(self, task: Task, key: str, args: list, baseline: str, res: EvalResult) -> None:
+    @staticmethod
+    def _wrong(res: EvalResult, v: Verdict, where: str, trial: Trial, stage: str) -> None:
+        """Record a mismatch; on held-back inputs only counts, never indices or values, reach the record."""
+        if trial.held_back:
+            res.mismatch_count = v.mismatch_count
+            res.fail("wrong", f"{where}: {v.summary}", stage)
+            return
+        res.mismatches, res.mismatch_count = v.mismatches, v.mismatch_count
+        res.fail("wrong", f"{where}: {v.reason}", stage)
+
+    def _measure(self, task: Task, key: str, args: list, baseline: str, res: EvalResult, trial: Trial) -> None:
         label, bsrc = self.baseline_source(task, baseline)
         res.baseline = label
         bkey = "baseline:" + candidate_hash(bsrc)
@@ -172,22 +181,18 @@ class Evaluator:
                      self.config.compile_timeout_s, None, "baseline") is None:
             res.detail["baseline_error"] = "baseline failed to build"
             return
-        ins, refs = self.trials(task)
         c = self.config
         timing = {"warmup": c.warmup, "min_rounds": c.min_rounds, "max_rounds": c.max_rounds,
                   "min_time_s": c.min_time_s, "min_run_ms": c.min_run_ms}
         reply = self._ask({"op": "time", "key": key, "baseline_key": bkey, "args": args,
-                           "timing_inputs": ins[0], "timing": timing}, c.run_timeout_s, res, "timing")
+                           "timing_inputs": trial.inputs, "timing": timing}, c.run_timeout_s, res, "timing")
         if reply is None:
             return
-        rtol, atol = task.tolerance()
-        for spec, got, exp in zip(task.outputs, reply["outputs_after"], refs[0]):
-            v = compare(spec.name, got, exp, rtol, atol, c.max_mismatches)
-            if not v.ok:
-                res.correct = False
-                res.mismatches = v.mismatches
-                res.fail("wrong", f"outputs after the timing loop differ: {v.reason}", "timing")
-                return
+        # The timing loop has inputs of its own: what it leaves must be their answer, not a stored one.
+        v = check_outputs(task, list(reply.get("outputs_after") or []), trial.refs, trial.ties, c.max_mismatches)
+        if not v.ok:
+            self._wrong(res, v, "outputs after the timing loop", trial, "timing")
+            return
         cs, bs = summarize(reply["candidate_s"]), summarize(reply["baseline_s"])
         res.candidate_ms, res.baseline_ms = cs["median_s"] * 1e3, bs["median_s"] * 1e3
         res.spread, res.baseline_spread = cs["iqr_rel"], bs["iqr_rel"]

@@ -22,6 +22,10 @@ class EvalResult:
     target: str
     candidate_hash: str
     baseline: str
+    # The seed every input of this evaluation was drawn from: EvalConfig(seed=input_seed) / `leka eval --seed`
+    # replays them (with the same trials, distributions and holdout setting).
+    input_seed: int | None = None
+    holdout: bool = False  # judged on the held-back input families too
     compiled: bool = False
     correct: bool | None = None  # None: not checked (build-only target, or failed before running)
     failure: str | None = None  # one of config.FAILURES, or None

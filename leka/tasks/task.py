@@ -17,6 +17,14 @@ DOMAINS = ("vision", "image-processing", "speech-audio", "nlp", "signal-processi
 # Input distributions: correctness trials cycle through several so a kernel tuned to one
 # (e.g. mean(randn) ~ 0) cannot pass by accident.
 FLOAT_DISTS = ("normal", "uniform", "heavy", "mixed-scale", "positive")
+# Held-back distributions: used only when an evaluation judges (EvalConfig.holdout), never in the feedback a
+# method's search sees, so a kernel fitted to the search's inputs meets data it was never shown.
+HOLDOUT_DISTS = ("laplace", "spikes", "sorted")
+INT_TOLERANCES = ("exact", "ties")
+# Integer outputs rounded from a real value: an element may be off by one only where the exact (float64)
+# pre-rounding value lies within TIE_EPS of a rounding boundary k + 0.5. float32 arithmetic in the kernel moves
+# such values by ~1e-4 at most for 8-bit ranges.
+TIE_EPS = 1e-3
 
 
 @dataclass(frozen=True)
@@ -38,11 +46,15 @@ class ArgSpec:
 
 def default_tolerance(dtype: str) -> tuple[float, float]:
     """(rtol, atol_scale): atol = atol_scale * max|expected| of the trial (see docs/metrics.md)."""
+    if not is_float(dtype):
+        return 0.0, 0.0  # integers and booleans are exact
     if dtype in ("float16", "bfloat16"):
         return 1e-2, 1e-2
-    if dtype.startswith("float"):
-        return 1e-4, 1e-5
-    return 0.0, 0.0  # integers are exact
+    return 1e-4, 1e-5
+
+
+def is_float(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
 
 
 @dataclass
@@ -59,8 +71,13 @@ class Task:
     dtype: str = "float32"
     layout: str = ""
     description: str = ""
-    rtol: float | None = None
-    atol: float | None = None  # atol_scale, multiplied by max|expected|
+    rtol: float | None = None  # float outputs only: integer outputs are exact (see int_tolerance)
+    atol: float | None = None  # atol_scale, multiplied by max|expected|; float outputs only
+    # "exact" (default) or "ties": integer outputs may be off by one only at rounding ties, located by
+    # `pre_rounding` (inputs -> the exact float64 value each integer output rounds, one per output, None for
+    # outputs that are not rounded).
+    int_tolerance: str = "exact"
+    pre_rounding: Callable[..., Any] | None = None
     memory_budget_bytes: int | None = None
     # Optional custom generator: (rng, dist) -> list of input arrays in input order.
     make_inputs: Callable[[np.random.Generator, str], list[np.ndarray]] | None = None
@@ -77,9 +94,36 @@ class Task:
     def outputs(self) -> tuple[ArgSpec, ...]:
         return tuple(a for a in self.args if a.role == "output")
 
-    def tolerance(self) -> tuple[float, float]:
-        rtol, atol = default_tolerance(self.outputs[0].dtype)
+    def __post_init__(self) -> None:
+        if self.int_tolerance not in INT_TOLERANCES:
+            raise ValueError(f"task {self.id}: int_tolerance {self.int_tolerance!r}; known: {INT_TOLERANCES}")
+        if (self.int_tolerance == "ties") != (self.pre_rounding is not None):
+            raise ValueError(f"task {self.id}: int_tolerance='ties' and pre_rounding go together")
+
+    def tolerance(self, spec: ArgSpec | None = None) -> tuple[float, float]:
+        """(rtol, atol_scale) of output `spec` (default: the first). Integer outputs are exact: the task's
+        rtol/atol apply to float outputs; an integer task that needs +-1 says where (int_tolerance)."""
+        dtype = (spec or self.outputs[0]).dtype
+        rtol, atol = default_tolerance(dtype)
+        if not is_float(dtype):
+            return rtol, atol
         return (self.rtol if self.rtol is not None else rtol, self.atol if self.atol is not None else atol)
+
+    def tie_masks(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray | None]:
+        """Per output: where an integer element may be off by one (its exact value is a rounding tie), or
+        None where the output must match exactly."""
+        if self.int_tolerance != "ties" or self.pre_rounding is None:
+            return [None] * len(self.outputs)
+        vals = self.pre_rounding(*inputs)
+        vals = list(vals) if isinstance(vals, (tuple, list)) else [vals]
+        masks: list[np.ndarray | None] = []
+        for v, spec in zip(vals, self.outputs, strict=True):
+            if v is None:
+                masks.append(None)
+                continue
+            v = np.asarray(v, dtype=np.float64).reshape(spec.shape)
+            masks.append(np.abs(v - np.floor(v) - 0.5) <= TIE_EPS)
+        return masks
 
     def generate_inputs(self, rng: np.random.Generator, dist: str) -> list[np.ndarray]:
         if self.make_inputs is not None:
@@ -107,7 +151,12 @@ def generate(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
         info = np.iinfo(dt)
         lo = int(spec.low) if spec.low is not None else max(info.min, -128)
         hi = int(spec.high) if spec.high is not None else min(info.max, 127) + 1
-        return rng.integers(lo, hi, size=shape, dtype=np.int64).astype(dt)
+        x = rng.integers(lo, hi, size=shape, dtype=np.int64)
+        if dist == "spikes":  # a tenth of the elements at the ends of the range: saturation paths
+            x = np.where(rng.random(shape) < 0.1, rng.choice([lo, hi - 1], size=shape), x)
+        elif dist == "sorted" and x.ndim:
+            x = np.sort(x, axis=-1)
+        return x.astype(dt)
     if dt.kind == "b":
         return rng.random(shape) < 0.5
     d = spec.dist or dist
@@ -118,14 +167,27 @@ def generate(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
     elif d == "heavy":  # Pareto tails with random signs: defeats "mean of randn is 0" shortcuts and
         # reaches magnitudes (~1e2-1e3) where numerically unstable rewrites (exp without max-shift) overflow.
         x = (rng.pareto(2.0, shape) + 0.1) * rng.choice([-1.0, 1.0], shape)
-        if dt == np.float16:  # keep fp16 products/sums finite: fp16 tasks test precision, not overflow
-            x = np.clip(x, -16.0, 16.0)
     elif d == "mixed-scale":
         x = rng.standard_normal(shape) * np.exp(rng.uniform(-3, 3, shape))
     elif d == "positive":
         x = rng.uniform(0.1, 2.0, shape)
+    elif d in HOLDOUT_DISTS:
+        x = _holdout(d, rng, shape)
     else:
-        raise ValueError(f"unknown input distribution {d!r}; known: {', '.join(FLOAT_DISTS)}")
+        raise ValueError(f"unknown input distribution {d!r}; known: {', '.join(FLOAT_DISTS + HOLDOUT_DISTS)}")
+    if dt == np.float16 and d in ("heavy", "spikes"):  # keep fp16 products/sums finite: fp16 tasks test
+        x = np.clip(x, -16.0, 16.0)  # precision, not overflow
     if spec.low is not None or spec.high is not None:
         x = np.clip(x, spec.low if spec.low is not None else -np.inf, spec.high if spec.high is not None else np.inf)
     return np.ascontiguousarray(x.astype(dt))
+
+
+def _holdout(dist: str, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    """The held-back families (HOLDOUT_DISTS): shapes of data the search never sees."""
+    if dist == "laplace":  # sharper peak and heavier tails than the normal
+        return rng.laplace(0.0, 1.0, shape)
+    if dist == "spikes":  # a quiet background with rare large spikes of either sign
+        x = rng.standard_normal(shape) * 0.05
+        return np.where(rng.random(shape) < 0.02, rng.uniform(5.0, 40.0, shape) * rng.choice([-1.0, 1.0], shape), x)
+    x = rng.standard_normal(shape)  # "sorted": monotone runs along the last axis
+    return np.sort(x, axis=-1) if x.ndim else x
