@@ -77,3 +77,25 @@ def test_replaced_decision_passes_its_credit_on():
     # steps 1 and 2 are not in the kernel: step 3 (which replaced them) carries their 2.0 * 1.5
     assert out["by_layer"]["schedule"] == pytest.approx(9.0) and out["by_layer"]["memory"] == pytest.approx(1.25)
     assert out["total"] == pytest.approx(2.0 * 1.5 * 3.0 * 1.25)
+
+
+def test_bench_export_scripts_writes_stored_sources(tmp_path, capsys):
+    from leka.bench.store import ResultStore
+    from leka.cli.main import main
+
+    db = tmp_path / "r.sqlite"
+    with ResultStore(db) as store:
+        rid = store.create_run("leka", "host-cpu", {"target_spec": "host-cpu"})
+        src = "# from tvm.script import tirx as T\n@T.prim_func\ndef main():\n    T.evaluate(0)\n"
+        store.add_sample(rid, {"task": "l1-a", "target": "host-cpu", "method": "leka", "sample_idx": 0,
+                               "correct": True, "speedup": 2.5, "baseline": "tvm-naive", "source": src})
+        store.add_sample(rid, {"task": "l1-b", "target": "host-cpu", "method": "leka", "sample_idx": 0})
+        base = store.create_run("tvm-naive", "host-cpu", {"target_spec": "host-cpu"})
+        store.add_sample(base, {"task": "l1-a", "target": "host-cpu", "method": "tvm-naive", "sample_idx": 0})
+    out = tmp_path / "scripts"
+    assert main(["bench", "export", rid[:20], "--store", str(db), "--scripts", str(out)]) == 0
+    assert "1 sample(s) without a source" in capsys.readouterr().err
+    cand = load_candidate(out / "l1-a.0.py")
+    assert (cand.task, cand.target) == ("l1-a", "host-cpu") and "2.50x vs tvm-naive" in cand.source
+    assert main(["bench", "export", base, "--store", str(db), "--scripts", str(out)]) == 2
+    assert "baseline methods keep none" in capsys.readouterr().err

@@ -84,7 +84,7 @@ def drive(ctx: AgentContext, store: TraceStore, *, policy: Policy | None = None,
             store.create_run(ctx.run_id, ctx.task.id, initial["target"], ctx.proposer_name,
                              {**(options or {}), "policy": policy.to_json()})
             max_steps = policy.max_steps
-        with progress:
+        with _marked_on_failure(store, ctx.run_id), progress:
             for node, update in stream_run(ctx, initial, saver, max_steps):
                 if update.get("steps"):
                     store.put_steps(ctx.run_id, update["steps"])
@@ -97,6 +97,23 @@ def drive(ctx: AgentContext, store: TraceStore, *, policy: Policy | None = None,
         raise LekaError(f"run {ctx.run_id} ended without a final record; `leka tune --resume {ctx.run_id}`")
     store.set_status(ctx.run_id, "done", final)
     return final
+
+
+@contextmanager
+def _marked_on_failure(store: TraceStore, run_id: str) -> Iterator[None]:
+    """A run that raises is never left "running": it becomes "failed" with the reason (or "interrupted"
+    on Ctrl-C / kill), and `leka tune --resume` can continue it from its last checkpoint."""
+    try:
+        yield
+    except BaseException as e:
+        status = "interrupted" if isinstance(e, (KeyboardInterrupt, SystemExit)) else "failed"
+        lines = str(e).strip().splitlines()
+        reason = f"{type(e).__name__}: {lines[0] if lines else ''}"[:500]
+        try:
+            store.set_status(run_id, status, {"status": status, "error": reason})
+        except Exception:  # noqa: BLE001 - the original error matters more than the bookkeeping
+            pass
+        raise
 
 
 def _initial_ir_json(ctx: AgentContext) -> dict[str, Any]:

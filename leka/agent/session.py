@@ -41,6 +41,15 @@ class TuneOptions:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
+def graph_refusal(task: Any) -> str | None:
+    """Why LEKA does not tune `task` as one kernel, or None. A graph (L3) task is a Relax module of many
+    fused kernels; the layered IR schedules one PrimFunc."""
+    if getattr(task, "level", None) == 3 or "graph" in (getattr(task, "tags", ()) or ()):
+        return (f"{task.id} is a graph task: use `leka optimize` on its ONNX model, which tunes it per fused "
+                "kernel")
+    return None
+
+
 def proposer_label(proposer: Any) -> str:
     name = getattr(proposer, "name", "?")
     if not getattr(proposer, "is_llm", False):
@@ -119,6 +128,11 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
     if opts.tasks_paths:
         all_tasks(opts.tasks_paths)
     task = get_task(opts.task_id)
+    why = graph_refusal(task)
+    if why:
+        from leka.errors import LekaError
+
+        raise LekaError(why)
     target = get_target(opts.target)
     if not target.runnable:  # tuning needs measurements; a build-only target cannot give them here
         from leka.errors import NotRunnableError

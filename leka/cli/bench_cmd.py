@@ -69,10 +69,12 @@ def register(sub) -> None:
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.set_defaults(func=cmd_report)
 
-    q = bsub.add_parser("export", help="export a run's samples as JSONL or CSV")
+    q = bsub.add_parser("export", help="export a run's samples as JSONL or CSV, or its kernels as TVMScript files")
     q.add_argument("run", help="run id (a unique prefix is enough)")
     q.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     q.add_argument("--out", help="file (default: stdout)")
+    q.add_argument("--scripts", metavar="DIR", help="instead: write each sample's final kernel as DIR/TASK.N.py "
+                                                    "with its `# leka:` header (`leka eval` re-checks it)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.set_defaults(func=cmd_export)
 
@@ -321,10 +323,38 @@ def cmd_report(args) -> int:
 def cmd_export(args) -> int:
     from leka.bench.store import ResultStore
 
+    if args.scripts:
+        return _export_scripts(ResultStore(args.store), args.run, Path(args.scripts))
     text = ResultStore(args.store).export(args.run, args.format)
     if args.out:
         Path(args.out).write_text(text)
         print(f"wrote {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _export_scripts(store, run_ref: str, out: Path) -> int:
+    """Every stored sample source as a candidate file; baselines keep none (they are re-derivable)."""
+    from leka.errors import LekaError
+    from leka.kernel_export import safe_name, write_kernel
+
+    run = store.get_run(run_ref)
+    spec = run["config"].get("target_spec") or run["target"]
+    written, without = 0, 0
+    for r in store.samples(run["run_id"]):
+        if not r.get("source"):
+            without += 1
+            continue
+        note = (f"{run['method']} run {run['run_id']} sample {r.get('sample_idx')}: correct={r.get('correct')}, "
+                f"speedup {r['speedup']:.2f}x vs {r.get('baseline')}" if isinstance(r.get("speedup"), (int, float))
+                else f"{run['method']} run {run['run_id']} sample {r.get('sample_idx')}: correct={r.get('correct')}")
+        write_kernel(out / safe_name(f"{r['task']}.{r.get('sample_idx', 0)}.py"), r["source"], r["task"], spec, note)
+        written += 1
+    if not written:
+        raise LekaError(f"run {run['run_id']} ({run['method']}) stored no kernel sources: "
+                        + ("baseline methods keep none (re-derive them with `leka bench run`)"
+                           if run["method"] in ("tvm-naive", "tvm-dlight", "onnxruntime") else "nothing to write"))
+    print(f"wrote {written} kernel file(s) to {out}" + (f"; {without} sample(s) without a source" if without else ""),
+          file=sys.stderr)
     return 0

@@ -113,9 +113,12 @@ def _show(run_rec: dict[str, Any], steps: list[dict[str, Any]], contrib: dict[st
 
 def _say_final(say: Any, run_rec: dict[str, Any]) -> None:
     final = run_rec.get("final")
+    if run_rec["status"] in ("failed", "interrupted"):
+        say(f"run {run_rec['status']}: {(final or {}).get('error') or 'no reason recorded'}; "
+            f"`leka tune --resume {run_rec['run_id']}` continues from its last checkpoint")
+        return
     if not final:
-        say(f"no final record (status {run_rec['status']})"
-            + (f": {run_rec.get('error')}" if run_rec.get("error") else ""))
+        say(f"no final record (status {run_rec['status']})")
         return
     sp = final.get("speedup")
     if not final.get("correct"):

@@ -56,6 +56,11 @@ class LekaMethod:
         self.policy = Policy.from_json({k: options[k] for k in Policy.__dataclass_fields__ if k in options})
         self._proposer: Any = None
 
+    def applies(self, task: Any, target: Any) -> str | None:
+        from leka.agent.session import graph_refusal
+
+        return graph_refusal(task)
+
     @property
     def is_llm(self) -> bool:
         return bool(self.options.get("llm"))
@@ -104,8 +109,22 @@ class LekaMethod:
                       "best_layer": final.get("best_layer")}
         samples.append(Sample(result=dict(final.get("eval") or {}), method=self.name,
                               candidate_hash=final.get("source_hash"), proposer=final.get("proposer"),
-                              budget_spent=final.get("budget_spent", {}), meta=final_meta))
+                              budget_spent=final.get("budget_spent", {}), meta=final_meta,
+                              source=_final_source(final, task, target)))
         return samples
+
+
+def _final_source(final: dict[str, Any], task: Any, target: Any) -> str | None:
+    """The final kernel's TVMScript, kept in the store so `leka bench export --scripts` can write it."""
+    from leka.errors import LekaError
+    from leka.kernel_export import ir_script
+
+    if not final.get("best_ir"):
+        return None
+    try:
+        return ir_script(final["best_ir"], task, target)
+    except LekaError:
+        return None
 
 
 def _as_result(cand: dict[str, Any], task: Any, target: Any, baseline: str) -> dict[str, Any]:

@@ -1,0 +1,68 @@
+"""No run is left in a false state: graph tasks are refused before a run starts (tune and --method leka),
+and a run whose driver raises is marked failed (or interrupted) with the reason."""
+from __future__ import annotations
+
+import pytest
+
+from leka.agent import Policy, TraceStore, drive
+from leka.cli.main import main
+
+from test_agent_fakes import FakeEvaluator, ScriptedProposer, make_context
+from test_agent_graph import FULL_SCRIPT
+
+GRAPH_TASK = "l3-mbv2-ir-56x24-s1"
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("LEKA_HOME", str(tmp_path / "home"))
+    return tmp_path / "home"
+
+
+def test_tune_refuses_a_graph_task_in_one_line(home, capsys):
+    assert main(["tune", GRAPH_TASK]) == 2
+    err = capsys.readouterr().err
+    assert "graph task: use `leka optimize`" in err and len(err.strip().splitlines()) == 1
+    assert not (home / "agent.sqlite").exists() or TraceStore().list_runs() == []
+
+
+def test_method_leka_does_not_apply_to_graph_tasks():
+    from leka.methods import get_method
+    from leka.tasks import get_task
+
+    method = get_method("leka", {})
+    assert "leka optimize" in method.applies(get_task(GRAPH_TASK), None)
+    assert method.applies(get_task("ex-matmul-256"), None) is None
+
+
+class _Boom:
+    """A progress display that breaks after the first step (any failure inside the driven run)."""
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def update(self, node, update):
+        if update.get("steps"):
+            raise self.exc
+
+
+@pytest.mark.parametrize("exc, status", [(RuntimeError("disk full\nmore"), "failed"),
+                                         (KeyboardInterrupt(), "interrupted")])
+def test_a_run_that_raises_is_not_left_running(home, capsys, exc, status):
+    store = TraceStore()
+    ctx = make_context("r-boom", store, ScriptedProposer(FULL_SCRIPT), FakeEvaluator())
+    with pytest.raises(type(exc)):
+        drive(ctx, store, policy=Policy(k=2), progress=_Boom(exc))
+    run = store.get_run("r-boom")
+    assert run["status"] == status
+    if status == "failed":
+        assert run["final"]["error"] == "RuntimeError: disk full"
+    store.close()
+    assert main(["trace", "r-boom", "--plain"]) == 0
+    assert f"run {status}:" in capsys.readouterr().out
