@@ -1,8 +1,8 @@
 """Anthropic Messages API through the official SDK (its own retries off: ours are counted).
 
 The 2.x SDK has no ``temperature`` parameter on messages.create, so none is sent; the requested
-temperature still is part of the prompt hash. Text blocks of the reply are joined; other blocks
-(thinking, tool use) are dropped.
+temperature still is part of the prompt hash. Text blocks of the reply are joined; tool_use blocks
+become the completion's tool calls; other blocks (thinking) are dropped.
 """
 from __future__ import annotations
 
@@ -30,7 +30,10 @@ class AnthropicClient(LLMClient):
 
     def _send(self, request: dict[str, Any]) -> RawReply:
         params: dict[str, Any] = {"model": self.model, "max_tokens": request["max_tokens"],
-                                  "messages": request["messages"]}
+                                  "messages": wire_messages(request["messages"])}
+        if request.get("tools"):
+            params["tools"] = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+                               for t in request["tools"]]
         if request["system"]:
             params["system"] = request["system"]
         try:
@@ -55,4 +58,27 @@ class AnthropicClient(LLMClient):
             text="".join(b.text for b in blocks if getattr(b, "type", None) == "text"),
             model=getattr(resp, "model", None) or None, input_tokens=input_tokens,
             output_tokens=getattr(usage, "output_tokens", None) if usage else None,
-            finish_reason=getattr(resp, "stop_reason", None))
+            finish_reason=getattr(resp, "stop_reason", None),
+            tool_calls=[{"id": b.id, "name": b.name, "arguments": dict(b.input or {})}
+                        for b in blocks if getattr(b, "type", None) == "tool_use"] or None)
+
+
+def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Neutral messages -> Messages API turns: tool calls as tool_use blocks of the assistant turn, tool
+    results as tool_result blocks of one user turn (consecutive results merged, as the API requires)."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m.get("tool_calls"):
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m["content"] else []
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]}
+                       for c in m["tool_calls"]]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": m["role"], "content": m["content"]})
+    return out

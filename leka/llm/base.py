@@ -49,9 +49,13 @@ class Completion:
     attempts: int = 0  # HTTP requests made for this completion (retries included); 0 if served locally
     latency_s: float = 0.0
     usage_estimated: bool = False  # the server reported no usage; tokens are a chars/4 estimate
+    # native tool use: [{"id", "name", "arguments": dict}] the model asked for (empty: a plain reply)
+    tool_calls: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["tool_calls"] = list(self.tool_calls)
+        return d
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,7 @@ class RawReply:
     input_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
+    tool_calls: list[dict[str, Any]] | None = None  # [{"id", "name", "arguments": dict}]
 
 
 class TransientError(Exception):
@@ -123,24 +128,41 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def _clean_message(i: int, m: Any, tools: bool) -> dict[str, Any]:
+    """One message in the neutral form. With tools: an assistant turn may carry "tool_calls"
+    ([{"id", "name", "arguments": dict}]) and {"role": "tool", "tool_call_id", "content"} returns a result."""
+    if tools and isinstance(m, dict) and m.get("role") == "tool":
+        if not isinstance(m.get("tool_call_id"), str) or not isinstance(m.get("content"), str):
+            raise LLMError(f"message {i}: a tool result needs 'tool_call_id' and 'content' strings")
+        return {"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]}
+    if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+        raise LLMError(f"message {i} must be {{'role': 'user'|'assistant', 'content': str}}, got {m!r:.80}")
+    out: dict[str, Any] = {"role": m["role"], "content": m["content"]}
+    if tools and m["role"] == "assistant" and m.get("tool_calls"):
+        out["tool_calls"] = [{"id": str(c["id"]), "name": str(c["name"]), "arguments": dict(c["arguments"])}
+                             for c in m["tool_calls"]]
+    return out
+
+
 def build_request(system: str, messages: list[dict[str, Any]], max_tokens: int, temperature: float,
-                  sample: int = 0) -> dict[str, Any]:
-    """The provider-independent request: validated, copied to plain dicts, ready to hash."""
+                  sample: int = 0, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The provider-independent request: validated, copied to plain dicts, ready to hash. `tools`:
+    [{"name", "description", "parameters": JSON schema}] offered for native tool use."""
     if not isinstance(system, str):
         raise LLMError("system prompt must be a string")
     if not isinstance(messages, list) or not messages:
         raise LLMError("messages must be a non-empty list of {role, content} dicts")
-    clean = []
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
-            raise LLMError(f"message {i} must be {{'role': 'user'|'assistant', 'content': str}}, got {m!r:.80}")
-        clean.append({"role": m["role"], "content": m["content"]})
+    clean = [_clean_message(i, m, bool(tools)) for i, m in enumerate(messages)]
     if int(max_tokens) <= 0:
         raise LLMError(f"max_tokens must be positive, got {max_tokens}")
     request: dict[str, Any] = {"system": system, "messages": clean, "max_tokens": int(max_tokens),
                                "temperature": float(temperature)}
     if sample:  # distinct samples of one prompt get distinct cache keys; 0 keeps hashes stable
         request["sample"] = int(sample)
+    if tools:  # absent without tools, so plain requests hash as before
+        request["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                             "parameters": t.get("parameters") or {"type": "object", "properties": {}}}
+                            for t in tools]
     return request
 
 
@@ -155,7 +177,9 @@ def estimate_tokens(text: str) -> int:
 
 
 def request_text(request: dict[str, Any]) -> str:
-    return request["system"] + "".join(m["content"] for m in request["messages"])
+    calls = [canonical_json(m["tool_calls"]) for m in request["messages"] if m.get("tool_calls")]
+    return (request["system"] + "".join(m["content"] for m in request["messages"]) + "".join(calls)
+            + (canonical_json(request["tools"]) if request.get("tools") else ""))
 
 
 class LLMClient:
@@ -197,8 +221,9 @@ class LLMClient:
 
     # -- the pipeline ---------------------------------------------------------------------------
     def complete(self, system: str, messages: list[dict[str, Any]], *, max_tokens: int = 2048,
-                 temperature: float = 0.0, sample: int = 0) -> Completion:
-        request = build_request(system, messages, max_tokens, temperature, sample)
+                 temperature: float = 0.0, sample: int = 0, tools: list[dict[str, Any]] | None = None) -> Completion:
+        """One reply. With `tools` the model may answer with tool calls (Completion.tool_calls)."""
+        request = build_request(system, messages, max_tokens, temperature, sample, tools)
         phash = self.prompt_hash(request)
         if self.cache is not None:
             hit = self.cache.get(phash)
@@ -207,7 +232,8 @@ class LLMClient:
                     text=hit["text"], provider=self.provider, model=hit["model"],
                     input_tokens=hit["input_tokens"], output_tokens=hit["output_tokens"],
                     cost_usd=hit["cost_usd"], cached=True, prompt_hash=phash, replayed=False,
-                    finish_reason=hit.get("finish_reason"), usage_estimated=hit.get("usage_estimated", False))
+                    finish_reason=hit.get("finish_reason"), usage_estimated=hit.get("usage_estimated", False),
+                    tool_calls=tuple(hit.get("tool_calls") or ()))
                 self._account(completion, request)
                 return completion
         self._charge_before(request)
@@ -224,7 +250,7 @@ class LLMClient:
             text=raw.text, provider=self.provider, model=model, input_tokens=input_tokens,
             output_tokens=output_tokens, cost_usd=cost, cached=False, prompt_hash=phash, replayed=False,
             finish_reason=raw.finish_reason, attempts=attempts, latency_s=time.monotonic() - started,
-            usage_estimated=usage_estimated)
+            usage_estimated=usage_estimated, tool_calls=tuple(raw.tool_calls or ()))
         if self.budget is not None:  # already used: recorded even past the limit (settle)
             self.budget.settle("tokens", input_tokens + output_tokens)
             if cost is not None:
@@ -233,7 +259,7 @@ class LLMClient:
             self.cache.put(phash, self.provider, self.model, request, {
                 "text": raw.text, "model": model, "input_tokens": input_tokens,
                 "output_tokens": output_tokens, "cost_usd": cost, "finish_reason": raw.finish_reason,
-                "usage_estimated": usage_estimated})
+                "usage_estimated": usage_estimated, **({"tool_calls": raw.tool_calls} if raw.tool_calls else {})})
         self._account(completion, request)
         return completion
 
@@ -315,7 +341,8 @@ def transcript_entry(completion: Completion, request: dict[str, Any]) -> dict[st
         "v": 1, "ts": time.time(), "prompt_hash": completion.prompt_hash,
         "request_hash": request_hash(request), "provider": completion.provider, "model": completion.model,
         "request": request,
-        "reply": {"text": completion.text, "finish_reason": completion.finish_reason},
+        "reply": {"text": completion.text, "finish_reason": completion.finish_reason,
+                  **({"tool_calls": list(completion.tool_calls)} if completion.tool_calls else {})},
         "usage": {"input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
                   "estimated": completion.usage_estimated},
         "cost_usd": completion.cost_usd, "cached": completion.cached, "replayed": completion.replayed,

@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from leka.llm.errors import LLMConfigError
-from leka.llm.openai_client import OpenAIClient
+from leka.llm.openai_client import OpenAIClient, wire_messages, wire_tools
 
 EXAMPLE_URLS = ("vLLM http://localhost:8000/v1, Ollama http://localhost:11434/v1, "
                 "llama.cpp http://localhost:8080/v1")
@@ -51,6 +51,5 @@ class CompatClient(OpenAIClient):
         return f"compat@{self.base_url}"
 
     def _params(self, request: dict[str, Any]) -> dict[str, Any]:
-        messages = ([{"role": "system", "content": request["system"]}] if request["system"] else [])
-        return {"model": self.model, "messages": messages + request["messages"],
-                "max_tokens": request["max_tokens"], "temperature": request["temperature"]}
+        return {"model": self.model, "messages": wire_messages(request),
+                "max_tokens": request["max_tokens"], "temperature": request["temperature"], **wire_tools(request)}

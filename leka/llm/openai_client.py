@@ -1,6 +1,7 @@
 """OpenAI chat completions through the official SDK (its own retries off: ours are counted)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
@@ -32,9 +33,8 @@ class OpenAIClient(LLMClient):
         return key
 
     def _params(self, request: dict[str, Any]) -> dict[str, Any]:
-        messages = ([{"role": "system", "content": request["system"]}] if request["system"] else [])
-        params: dict[str, Any] = {"model": self.model, "messages": messages + request["messages"],
-                                  "max_completion_tokens": request["max_tokens"]}
+        params: dict[str, Any] = {"model": self.model, "messages": wire_messages(request),
+                                  "max_completion_tokens": request["max_tokens"], **wire_tools(request)}
         if not _FIXED_TEMPERATURE.match(self.model):
             params["temperature"] = request["temperature"]
         return params
@@ -53,6 +53,41 @@ class OpenAIClient(LLMClient):
         return _reply_from_chat(resp, self.spec)
 
 
+def wire_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """Neutral messages -> chat-completions messages (tool calls as function calls, results as role tool)."""
+    out = [{"role": "system", "content": request["system"]}] if request["system"] else []
+    for m in request["messages"]:
+        if m.get("tool_calls"):
+            out.append({"role": "assistant", "content": m["content"] or None, "tool_calls": [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in m["tool_calls"]]})
+        else:
+            out.append(dict(m))
+    return out
+
+
+def wire_tools(request: dict[str, Any]) -> dict[str, Any]:
+    if not request.get("tools"):
+        return {}
+    return {"tools": [{"type": "function", "function": dict(t)} for t in request["tools"]]}
+
+
+def _tool_calls(message: Any) -> list[dict[str, Any]] | None:
+    calls = getattr(message, "tool_calls", None) if message is not None else None
+    if not calls:
+        return None
+    out = []
+    for c in calls:
+        fn = getattr(c, "function", None)
+        try:
+            args = json.loads(getattr(fn, "arguments", None) or "{}")
+        except ValueError:  # the tool loop reports unparseable arguments back to the model
+            args = {"_unparsed": getattr(fn, "arguments", "")}
+        out.append({"id": getattr(c, "id", ""), "name": getattr(fn, "name", ""),
+                    "arguments": args if isinstance(args, dict) else {"_unparsed": args}})
+    return out
+
+
 def _reply_from_chat(resp: Any, spec: str) -> RawReply:
     choices = getattr(resp, "choices", None)
     if not choices:
@@ -64,4 +99,4 @@ def _reply_from_chat(resp: Any, spec: str) -> RawReply:
         model=getattr(resp, "model", None) or None,
         input_tokens=getattr(usage, "prompt_tokens", None) if usage else None,
         output_tokens=getattr(usage, "completion_tokens", None) if usage else None,
-        finish_reason=choices[0].finish_reason)
+        finish_reason=choices[0].finish_reason, tool_calls=_tool_calls(message))

@@ -113,8 +113,8 @@ class ReplayClient(LLMClient):
             return entry
 
     def complete(self, system: str, messages: list[dict[str, Any]], *, max_tokens: int = 2048,
-                 temperature: float = 0.0, sample: int = 0) -> Completion:
-        request = build_request(system, messages, max_tokens, temperature, sample)
+                 temperature: float = 0.0, sample: int = 0, tools: list[dict[str, Any]] | None = None) -> Completion:
+        request = build_request(system, messages, max_tokens, temperature, sample, tools)
         entry = self._take(request_hash(request))
         usage = entry["usage"]
         completion = Completion(
@@ -122,6 +122,7 @@ class ReplayClient(LLMClient):
             input_tokens=int(usage["input_tokens"]), output_tokens=int(usage["output_tokens"]),
             cost_usd=entry.get("cost_usd"), cached=False, prompt_hash=entry.get("prompt_hash", ""),
             replayed=True, finish_reason=entry["reply"].get("finish_reason"),
-            usage_estimated=bool(usage.get("estimated", False)))
+            usage_estimated=bool(usage.get("estimated", False)),
+            tool_calls=tuple(entry["reply"].get("tool_calls") or ()))
         self._account(completion, request)
         return completion

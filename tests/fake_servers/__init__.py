@@ -8,6 +8,11 @@ Flavors: "openai" (/v1/chat/completions, Bearer key, usage prompt/completion_tok
 "anthropic" (/v1/messages, needs anthropic-version and a key header, content blocks, usage
 input/output_tokens), "compat" (/v1/chat/completions as llama.cpp's llama-server / vLLM / Ollama
 expose it: no auth, extra fields such as timings).
+
+Native tool use: an Action with ``tool_calls=[{"name", "arguments": dict}]`` answers with tool calls
+in the flavor's wire format (OpenAI ``message.tool_calls`` with JSON-string arguments; Anthropic
+``tool_use`` content blocks). ``responder(body) -> Action | None`` (when set) picks the reply from the
+request itself, before the script: tests that must answer by what the prompt says use it.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ class Action:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # sleep before answering (client timeouts)
     raw_body: str | None = None  # send this instead of a well-formed reply
+    tool_calls: list[dict[str, Any]] | None = None  # [{"name", "arguments": dict}] (ids are made up)
 
 
 def _tokens(obj: Any) -> int:
@@ -43,6 +49,7 @@ class FakeLLMServer:
         self.flavor = flavor
         self.default_text = default_text
         self.script: list[Action] = []
+        self.responder: Callable[[dict[str, Any]], Action | None] | None = None
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
@@ -89,7 +96,10 @@ class FakeLLMServer:
         return self
 
     # -- answering ------------------------------------------------------------------------------
-    def _next_action(self) -> Action:
+    def _next_action(self, body: Any) -> Action:
+        picked = self.responder(body) if self.responder is not None else None
+        if picked is not None:
+            return picked
         with self._lock:
             return self.script.pop(0) if self.script else Action(text=self.default_text)
 
@@ -102,7 +112,7 @@ class FakeLLMServer:
         auth_error = self._check_auth(headers)
         if auth_error:
             return 401, {}, self._error(401, auth_error)
-        action = self._next_action()
+        action = self._next_action(body)
         if action.delay_s:
             time.sleep(action.delay_s)
         if action.raw_body is not None:
@@ -133,18 +143,26 @@ class FakeLLMServer:
         prompt_tokens = _tokens([body.get("system"), body.get("messages")])
         completion_tokens = max(1, len(action.text) // 4)
         model = body.get("model", "?")
+        calls = [dict(c, id=f"call_{self.count}_{i}") for i, c in enumerate(action.tool_calls or [])]
         if self.flavor == "anthropic":
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": action.text}] if action.text or not calls else []
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["arguments"]} for c in calls]
             reply: dict[str, Any] = {
                 "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": action.text}], "stop_reason": "end_turn",
+                "content": blocks, "stop_reason": "tool_use" if calls else "end_turn",
                 "stop_sequence": None}
             if action.usage:
                 reply["usage"] = {"input_tokens": prompt_tokens, "output_tokens": completion_tokens}
             return reply
         reply = {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": action.text},
-                         "finish_reason": "stop", "logprobs": None}]}
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": action.text if action.text or not calls
+                                                 else None},
+                         "finish_reason": "tool_calls" if calls else "stop", "logprobs": None}]}
+        if calls:
+            reply["choices"][0]["message"]["tool_calls"] = [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in calls]
         if action.usage:
             reply["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                               "total_tokens": prompt_tokens + completion_tokens}
