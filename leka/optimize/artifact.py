@@ -44,6 +44,7 @@ def check_out(out: str | Path) -> Path:
 def staging(out: Path) -> Iterator[Path]:
     """A temporary directory next to OUT; on success it replaces OUT, on any failure it is removed."""
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the artifact is meant to be shared and deployed
     try:
         yield tmp
         old = None

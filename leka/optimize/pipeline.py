@@ -70,8 +70,8 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> dict[st
     profs = profile(specs, preset)
     whole = split_budget(profs, opts.budget)
     if not preset.runnable:
-        for p in profs:
-            p.budget = None  # nothing can be measured here: build-only (tuned kernels come from the db only)
+        for p in profs:  # nothing can be measured here: build-only (tuned kernels come from the db only)
+            p.budget, p.why_not = None, "build-only target: not measurable here"
     with TuningDB(opts.db) as db:
         run_id, resumed = db.start_run(loaded.sha256, target_key(preset), opts.method, opts.resume)
         view.say(f"run {run_id}{' (resumed)' if resumed else ''}; tuning db {db.path}")
@@ -209,7 +209,7 @@ def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProf
         for kind, v in ((w.detail.get("spent") or {}) if w else {}).items():
             if isinstance(v, (int, float)) and w.run_id == run_id:
                 spent[kind] = spent.get(kind, 0) + v
-        decision = ("skipped (share < 2 %)" if w is None else
+        decision = (f"not tuned ({p.why_not})" if w is None else
                     ("tuned" if w.run_id == run_id else "reused from db") + (": replaced" if w.source else
                                                                               ": default kept"))
         kernels.append({**p.to_json(), "decision": decision, "speedup": w.speedup if w else None,
@@ -224,6 +224,6 @@ def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProf
             "outputs": [{"name": n} for n in loaded.outputs], "versions": versions(),
             "kernels": kernels, "budget": {"spec": opts.budget or "", "limits": whole.limits, "spent": spent,
                                            "spent_summary": ", ".join(f"{k}={v:.4g}" for k, v in spent.items() if v)
-                                           or "nothing (all decisions from the db)"},
+                                           or "nothing"},
             "build_s": result.get("build_s"), "latency": result.get("latency"), "latency_threads": _threads(preset),
             "verification": verification, "wall_s": time.monotonic() - t0}

@@ -24,6 +24,7 @@ class KernelProfile:
     default_ms: float | None  # one call of the default build (None: not measurable here)
     share: float = 0.0
     budget: str | None = None  # the Budget spec this kernel gets; None = not tuned
+    why_not: str = ""  # why it gets no budget
 
     def to_json(self) -> dict[str, Any]:
         return {**self.spec.to_json(), "default_ms": self.default_ms, "share": self.share, "budget": self.budget}
@@ -66,7 +67,7 @@ def split_budget(profs: list[KernelProfile], spec: str | None) -> Budget:
     eligible = [p for p in profs if p.share >= MIN_SHARE]
     norm = sum(p.share for p in eligible) or 1.0
     for p in profs:
-        p.budget = None
+        p.budget, p.why_not = None, f"share < {MIN_SHARE:.0%}"
     for p in eligible:
         parts = []
         for kind in CHARGE_KINDS + ("minutes",):
@@ -78,8 +79,9 @@ def split_budget(profs: list[KernelProfile], spec: str | None) -> Budget:
                 amount = float(int(amount))
             if amount <= 0:
                 parts = None
+                p.why_not = f"its share of {kind} rounds to 0"
                 break
             parts.append(f"{kind}={amount:g}" if kind not in INTEGER_KINDS else f"{kind}={int(amount)}")
         if parts is not None:
-            p.budget = ",".join(parts)
+            p.budget, p.why_not = ",".join(parts), ""
     return whole

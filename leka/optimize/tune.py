@@ -62,14 +62,19 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     final = samples[-1] if samples else None
     res = final.result if final is not None else {}
     meta = final.meta if final is not None else {}
-    ok = bool(res.get("correct")) and (res.get("speedup") or 0) > MIN_SPEEDUP and bool(final and final.source)
+    ok = bool(res.get("correct")) and (res.get("speedup") or 0) > noise_floor(res) and bool(final and final.source)
     detail = {"budget": job.budget, "spent": budget.spent(), "failure": res.get("failure"),
               "error": (res.get("error") or "")[:300], "search_speedup": meta.get("search_speedup"),
               "stop_reason": meta.get("stop_reason"), "correct": res.get("correct"),
-              "measured_speedup": res.get("speedup")}
+              "measured_speedup": res.get("speedup"), "noise_floor": noise_floor(res)}
     return Winner(job.spec.key, task.id, final.source if ok else None, res.get("speedup") if ok else None,
                   res.get("candidate_ms"), res.get("baseline_ms"), job.method, job.run_id,
                   meta.get("agent_run"), detail)
+
+
+def noise_floor(res: dict[str, Any]) -> float:
+    """The speedup a winner must exceed: MIN_SPEEDUP, or more when either side's timing spread is wider."""
+    return max(MIN_SPEEDUP, 1.0 + (res.get("spread") or 0.0) + (res.get("baseline_spread") or 0.0))
 
 
 def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,

@@ -7,7 +7,7 @@ because kernels reassociate sums. Any disagreement raises VerificationError nami
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,21 +15,23 @@ from leka.evaluator.correctness import compare
 from leka.tasks.task import ArgSpec, generate
 
 from . import VerificationError
-from .importer import LoadedModel
+
+if TYPE_CHECKING:  # the runtime side (leka run --check) imports this module without the importer
+    from .importer import LoadedModel
 
 DISTS = ("normal", "uniform", "heavy", "positive")
 # (rtol, atol_scale) by output dtype: graph-level reassociation for floats, exact integers.
 TOLERANCES = {"float32": (1e-3, 1e-4), "float64": (1e-6, 1e-7), "float16": (1e-2, 1e-2), "bfloat16": (2e-2, 2e-2)}
 
 
-def input_sets(loaded: LoadedModel, n_sets: int = 4, seed: int = 0) -> list[list[np.ndarray]]:
+def input_sets(loaded: "LoadedModel", n_sets: int = 4, seed: int = 0) -> list[list[np.ndarray]]:
     """`n_sets` input sets, cycling through DISTS (integers: the ArgSpec defaults)."""
     rng = np.random.default_rng(seed)
     specs = [ArgSpec(i.name, i.shape, i.dtype) for i in loaded.inputs]
     return [[generate(s, rng, DISTS[k % len(DISTS)]) for s in specs] for k in range(n_sets)]
 
 
-def ort_outputs(loaded: LoadedModel, sets: list[list[np.ndarray]], threads: int = 2) -> list[list[np.ndarray]]:
+def ort_outputs(loaded: "LoadedModel", sets: list[list[np.ndarray]], threads: int = 2) -> list[list[np.ndarray]]:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -41,7 +43,7 @@ def ort_outputs(loaded: LoadedModel, sets: list[list[np.ndarray]], threads: int 
     return [list(sess.run(None, dict(zip(names, s)))) for s in sets]
 
 
-def check(loaded: LoadedModel, expected: list[list[np.ndarray]], got: dict[str, np.ndarray]) -> dict[str, Any]:
+def check(loaded: "LoadedModel", expected: list[list[np.ndarray]], got: dict[str, np.ndarray]) -> dict[str, Any]:
     """Compare every set and output; returns a summary, raises VerificationError on a mismatch."""
     worst: dict[str, float] = {}
     for s, exp_set in enumerate(expected):

@@ -31,7 +31,7 @@ class OptimizeView:
     def kernels(self, profs: list[KernelProfile]) -> None:
         for p in profs:
             self.order.append(p.spec.key)
-            status = "queued" if p.budget is not None else "skipped (< 2 % share)"
+            status = "queued" if p.budget is not None else f"not tuned ({p.why_not})"
             self.rows[p.spec.key] = {"name": p.spec.name, "weight": p.spec.weight, "share": p.share,
                                      "ms": p.default_ms, "budget": p.budget, "status": status, "result": "-"}
 
