@@ -37,6 +37,23 @@ def test_same_seed_same_inputs_fresh_seed_new_inputs():
     assert not any(t.held_back for t in a.trials)
 
 
+def test_made_ahead_inputs_are_fresh_and_used_once():
+    from leka.evaluator.inputs import InputSource
+
+    task, src = get_task("ex-softmax-512x384"), InputSource(EvalConfig(trials=1))
+    seeds = []
+    for _ in range(4):
+        seed, made = src.start(task, False, False)
+        assert made.result().seed == seed
+        seeds.append(seed)
+        src.prefetch(task, False, False)
+    other, _ = src.start(get_task("ex-matmul-256"), False, False)  # another task: the set made ahead is dropped
+    src.close()
+    assert len(set(seeds + [other])) == 5
+    pinned = InputSource(EvalConfig(trials=1, seed=SEED))
+    assert {pinned.start(task, False, False)[0] for _ in range(2)} == {SEED}
+
+
 def test_held_back_families_are_not_the_search_families():
     from leka.tasks.task import FLOAT_DISTS, HOLDOUT_DISTS
 
@@ -79,8 +96,9 @@ def test_output_count_shape_and_dtype_are_checked():
 def test_every_evaluation_has_a_fresh_recorded_seed(ev):
     task = get_task("ex-softmax-512x384")
     src = (CORPUS / "correct_naive.py").read_text()
-    a, b = ev.evaluate(task, src), ev.evaluate(task, src)
-    assert a.correct and b.correct and a.input_seed != b.input_seed
+    runs = [ev.evaluate(task, src) for _ in range(4)]  # from the third on, inputs are made ahead
+    assert all(r.correct for r in runs) and len({r.input_seed for r in runs}) == 4
+    a = runs[0]
     assert a.to_json()["input_seed"] == a.input_seed and a.holdout is False
 
 

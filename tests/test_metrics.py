@@ -46,6 +46,40 @@ def test_fast_at_p_strict_and_failures_zero():
     assert M.fast_at_p(rs, 0.0) == 0.5
 
 
+def timed(task, ratios, cand_s=1e-3):
+    """A correct record whose rounds have the given baseline/candidate ratios (speedup: ratio of medians)."""
+    base = [cand_s * q for q in ratios]
+    r = rec(task, speedup=sorted(base)[len(base) // 2] / cand_s)
+    r["detail"] = {"timing": {"candidate": {"rounds_s": [cand_s] * len(ratios)}, "baseline": {"rounds_s": base}}}
+    return r
+
+
+def test_order_statistic_rank_hand_values():
+    # n=10: P(X<=1) = 11/1024 = 0.011 <= 0.05 < P(X<=2) = 56/1024 = 0.055 -> the 2nd smallest
+    assert M._order_statistic_rank(10, 0.95) == 2
+    assert M._order_statistic_rank(40, 0.95) == 15  # P(X<=14) = 0.040, P(X<=15) = 0.077
+    assert M._order_statistic_rank(5, 0.95) == 1  # too few rounds: the minimum
+
+
+def test_fast_beyond_noise_with_rounds():
+    ratios = [1.52, 1.49, 1.50, 1.51, 1.48, 1.53, 1.50, 1.47, 1.55, 1.50]
+    r = timed("x", ratios)
+    assert M.speedup_lower_bound(r) == pytest.approx(1.48 / (1 + M.SYSTEMATIC_MARGIN))  # 2nd smallest
+    assert M.is_fast(r, 1.0) and M.is_fast(r, 1.4) and not M.is_fast(r, 1.5)
+    # the same code against itself: ratios within +-2 % of 1 and a headline of 1.01 is noise
+    assert not M.is_fast(timed("x", [1.01, 0.99, 1.02, 0.98, 1.01, 1.0, 1.02, 0.99, 1.01, 1.0]), 1.0)
+    # a loaded machine preempting one side for whole rounds: the headline says 3.4x, the rounds disagree
+    loaded = timed("x", [5.1, 3.4, 0.98, 0.2, 5.2, 5.0, 0.19, 0.88, 5.05, 5.04, 0.19, 1.15, 5.07, 5.06, 0.72])
+    assert loaded["speedup"] > 3 and not M.is_fast(loaded, 1.0)
+
+
+def test_fast_without_rounds_falls_back_to_a_fixed_margin():
+    assert not M.is_fast(rec("x", speedup=1.05), 1.0)  # 1.05 / 1.10 < 1
+    assert M.is_fast(rec("x", speedup=1.2), 1.0)
+    spread = dict(rec("x", speedup=1.2), spread=0.05, baseline_spread=0.05)  # 1.2 / 1.2 is not > 1
+    assert not M.is_fast(spread, 1.0)
+
+
 def test_compile_rate_and_geomean():
     assert M.compile_rate(RECORDS) == pytest.approx(5 / 6)
     assert M.geomean_speedup(RECORDS) == pytest.approx((0.6 * 1.2 * 2.5 * 2.5) ** 0.25)

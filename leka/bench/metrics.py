@@ -33,14 +33,65 @@ def is_correct(r: Record) -> bool:
     return bool(r.get("compiled")) and r.get("correct") is True
 
 
-def is_fast(r: Record, p: float) -> bool:
-    """Correct and strictly faster than p times the baseline: speedup > p. Fast@0 == correct."""
+# Fast@p beyond noise (docs/metrics.md, "Fast@p"). Calibrated on the naive-vs-itself control (`leka bench run
+# --method tvm-naive`, 4 x 40 tasks): a strict speedup > 1.0 counts 57-70 % of it as fast; this rule 0-2.5 %.
+FAST_CONFIDENCE = 0.95  # one-sided confidence of the lower bound on the median per-round ratio
+# Two builds of the same code timed in one worker differ by up to ~5 % with tight rounds (buffer placement,
+# code alignment), which no spread within one measurement shows; the project's reproducibility goal is 5 % too.
+SYSTEMATIC_MARGIN = 0.05
+# Records without per-round times (older stores): speedup / (1 + FALLBACK_MARGIN + spread + baseline_spread).
+FALLBACK_MARGIN = 0.10
+
+
+def _paired_ratios(r: Record) -> list[float] | None:
+    """Per-round baseline/candidate time ratios from the evaluator's detail.timing, if it kept them."""
+    timing = (r.get("detail") or {}).get("timing") or {}
+    cand = (timing.get("candidate") or {}).get("rounds_s")
+    base = (timing.get("baseline") or {}).get("rounds_s")
+    if not cand or not base or len(cand) != len(base):
+        return None
+    ratios = [b / c for c, b in zip(cand, base) if c and b and c > 0 and b > 0]
+    return ratios if len(ratios) == len(cand) else None
+
+
+def _order_statistic_rank(n: int, confidence: float) -> int:
+    """The largest k such that the k-th smallest of n paired ratios lies below their median with probability
+    >= confidence (sign test: P(Binomial(n, 1/2) <= k - 1) <= 1 - confidence); 1 (the minimum) when n is too
+    small for that confidence."""
+    k, below = 1, 0.5 ** n  # P(X <= 0)
+    while k < n and below + math.comb(n, k) * 0.5 ** n <= 1 - confidence:
+        below += math.comb(n, k) * 0.5 ** n
+        k += 1
+    return k
+
+
+def speedup_lower_bound(r: Record) -> float | None:
+    """The speedup this sample shows beyond its measurement noise (None if it was not timed).
+
+    With per-round times: the distribution-free lower confidence bound of the median per-round ratio (an order
+    statistic, FAST_CONFIDENCE one-sided), capped by the headline speedup, divided by 1 + SYSTEMATIC_MARGIN.
+    A measurement whose rounds disagree (one side preempted on a loaded machine) gets a low bound, whatever
+    its headline. Without them: speedup / (1 + FALLBACK_MARGIN + spread + baseline_spread)."""
     s = r.get("speedup")
+    if not s or s <= 0:
+        return None
+    ratios = _paired_ratios(r)
+    if ratios is None:
+        noise = FALLBACK_MARGIN + float(r.get("spread") or 0.0) + float(r.get("baseline_spread") or 0.0)
+        return s / (1.0 + noise)
+    k = _order_statistic_rank(len(ratios), FAST_CONFIDENCE)
+    return min(sorted(ratios)[k - 1], s) / (1.0 + SYSTEMATIC_MARGIN)
+
+
+def is_fast(r: Record, p: float) -> bool:
+    """Correct and faster than p times the baseline beyond measurement noise: speedup_lower_bound > p.
+    Fast@0 == correct. The one definition of "fast" for every report, experiment and baseline."""
     if not is_correct(r):
         return False
     if p <= 0:
         return True
-    return s is not None and s > p
+    lb = speedup_lower_bound(r)
+    return lb is not None and lb > p
 
 
 def _by_task(records: Iterable[Record]) -> dict[str, list[Record]]:
@@ -62,7 +113,7 @@ def correct_at_k(records: Iterable[Record], k: int = 1) -> float | None:
 
 
 def fast_at_p(records: Iterable[Record], p: float, k: int = 1) -> float | None:
-    """Fast@p (at k): mean over tasks of pass@k with success = correct and speedup > p."""
+    """Fast@p (at k): mean over tasks of pass@k with success = is_fast(r, p) (beyond noise)."""
     return _mean_pass_at_k(records, k, lambda r: is_fast(r, p))[0]
 
 

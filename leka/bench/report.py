@@ -17,9 +17,12 @@ from .store import ResultStore
 FAST_CURVE_P = [i / 20 for i in range(0, 61)]  # 0 .. 3.0
 
 
+MISSING = "—"  # no value (no baseline, nothing correct to time): never printed as 0
+
+
 def _fmt(x: Any, pct: bool = False) -> str:
     if x is None:
-        return "-"
+        return MISSING
     if pct:
         return f"{100 * x:.1f}%"
     if isinstance(x, float):
@@ -75,7 +78,7 @@ def _plots(records: list[dict[str, Any]], facts: dict[str, Any], baseline: str) 
     ax.set_ylabel("Fast@p")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)
-    ax.set_title("Fast@p: share of tasks whose sample is correct and > p times faster")
+    ax.set_title("Fast@p: share of tasks whose sample is correct and > p times faster beyond noise")
     out["fastp"] = png(fig)
 
     peak, bw = facts.get("peak_fp32_gflops"), facts.get("mem_bw_gbs")
@@ -123,13 +126,20 @@ def build_report(store: ResultStore, run_id: str) -> dict[str, Any]:
     for r in recs:
         task_rows.append([r["task"], str(r.get("sample_idx")), "yes" if r.get("compiled") else "no",
                           "yes" if metrics.is_correct(r) else (r.get("failure") or "no"), _fmt(r.get("speedup")),
-                          _fmt(r.get("candidate_ms")), _fmt(r.get("baseline_ms")),
+                          _fmt(r.get("candidate_ms")), _fmt(r.get("baseline_ms")), _fmt(r.get("compile_s")),
                           _fmt(r.get("roofline_fraction"), True), str((r.get("meta") or {}).get("schedule", "")),
                           (r.get("error") or "")[:160]])
     return {"run": run, "records": recs, "summary": s, "sections": sections, "task_rows": task_rows}
 
 
-TASK_HEAD = ["task", "#", "compiled", "correct", "speedup", "ms", "baseline ms", "roofline", "schedule", "error"]
+TASK_HEAD = ["task", "#", "compiled", "correct", "speedup", "ms", "baseline ms", "compile s", "roofline", "schedule",
+             "error"]
+
+
+def median_compile_s(records: list[dict[str, Any]]) -> float | None:
+    """Median build time (TVMScript parse + TVM build) over the samples that compiled."""
+    times = sorted(r["compile_s"] for r in records if r.get("compiled") and isinstance(r.get("compile_s"), (int, float)))
+    return times[len(times) // 2] if times else None
 
 
 def write_report(store: ResultStore, run_id: str, out_dir: str | Path) -> tuple[Path, Path]:
@@ -148,6 +158,7 @@ def write_report(store: ResultStore, run_id: str, out_dir: str | Path) -> tuple[
     headline += [[f"{k} vs {baseline}", _fmt(v, True)] for k, v in s.fast_at.items()]
     headline += [[f"geomean speedup vs {baseline} (correct samples)", _fmt(s.geomean_speedup)],
                  ["median roofline fraction (correct samples)", _fmt(s.roofline_median, True)],
+                 ["median compile time, s (compiled samples)", _fmt(median_compile_s(recs))],
                  ["versions", json.dumps(run["versions"], sort_keys=True)],
                  ["selection", json.dumps(run["config"].get("selection", {}), sort_keys=True)],
                  ["samples per task / trials / budget", f"{run['config'].get('samples')} / "
@@ -177,4 +188,84 @@ def write_report(store: ResultStore, run_id: str, out_dir: str | Path) -> tuple[
     parts.append("<p>Metric definitions: docs/metrics.md. Failures count as 0.</p></body></html>")
     html_path = out / "report.html"
     html_path.write_text("".join(parts))
+    return md_path, html_path
+
+
+# --- side by side: several runs ------------------------------------------------------------------
+COMPARE_SUMMARY_HEAD = ["run", "method", "target", "tasks", "samples", "Correct@1", "Fast@1.0", "Fast@2.0",
+                        "geomean speedup", "median compile s"]
+
+
+def _task_cell(recs: list[dict[str, Any]]) -> tuple[str, float | None]:
+    """One run's result on one task: the median speedup of its correct samples (k/n when n > 1), or the
+    first failure; the number is for the ratio column."""
+    if not recs:
+        return MISSING, None
+    ok = sorted(r["speedup"] for r in recs if metrics.is_correct(r) and isinstance(r.get("speedup"), (int, float)))
+    n_ok = sum(1 for r in recs if metrics.is_correct(r))
+    count = f" ({n_ok}/{len(recs)})" if len(recs) > 1 else ""
+    if ok:
+        med = ok[len(ok) // 2]
+        return f"{med:.2f}x{count}", med
+    if n_ok:
+        return f"correct, not timed{count}", None
+    return (recs[0].get("failure") or "wrong") + count, None
+
+
+def build_comparison(store: ResultStore, run_refs: list[str]) -> dict[str, Any]:
+    """Runs side by side, as data: a summary row per run and a row per task (union of the runs' tasks,
+    in first-run order), with the ratio of the last run to the first when both timed the task."""
+    runs = [store.get_run(r) for r in run_refs]
+    ids = [r["run_id"] for r in runs]
+    if len(set(ids)) != len(ids):
+        from leka.errors import LekaError
+
+        raise LekaError(f"the same run is named twice: {', '.join(ids)}")
+    recs = {rid: store.samples(rid) for rid in ids}
+    summary = []
+    for run in runs:
+        rs = recs[run["run_id"]]
+        s = metrics.summarize(rs)
+        summary.append([run["run_id"], run["method"], run["target"], str(s.tasks), str(s.samples),
+                        _fmt(s.correct_at_1, True), _fmt(s.fast_at["Fast@1.0"], True),
+                        _fmt(s.fast_at["Fast@2.0"], True),
+                        f"{s.geomean_speedup:.2f}x" if s.geomean_speedup is not None else MISSING,
+                        _fmt(median_compile_s(rs))])
+    tasks: list[str] = []
+    for rid in ids:
+        tasks += [t for t in dict.fromkeys(r["task"] for r in recs[rid]) if t not in tasks]
+    head = ["task"] + [f"{run['method']} ({run['run_id']})" for run in runs]
+    if len(ids) > 1:
+        head.append("last / first")
+    rows = []
+    for task in tasks:
+        cells = [_task_cell([r for r in recs[rid] if r["task"] == task]) for rid in ids]
+        row = [task] + [c[0] for c in cells]
+        if len(ids) > 1:
+            a, b = cells[0][1], cells[-1][1]
+            row.append(f"{b / a:.2f}x" if a and b else MISSING)
+        rows.append(row)
+    return {"runs": runs, "summary": summary, "task_head": head, "task_rows": rows}
+
+
+def write_comparison(store: ResultStore, run_refs: list[str], out_dir: str | Path) -> tuple[Path, Path]:
+    data = build_comparison(store, run_refs)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    title = "EdgeKernelBench comparison: " + " vs ".join(r["run_id"] for r in data["runs"])
+    note = ("Per task: the median speedup of the correct samples vs each run's baseline (k/n correct when a run "
+            f"has several samples), or the failure; {MISSING} = no sample or no timing. Metric definitions: "
+            "docs/metrics.md. Failures count as 0.")
+    md = [f"# {title}", "", "## Summary", "", _md_table(COMPARE_SUMMARY_HEAD, data["summary"]), "",
+          "## Per task", "", _md_table(data["task_head"], data["task_rows"]), "", note]
+    md_path = out / "compare.md"
+    md_path.write_text("\n".join(md) + "\n")
+    css = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
+           "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#eee}")
+    html_path = out / "compare.html"
+    html_path.write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1><h2>Summary</h2>"
+        + _html_table(COMPARE_SUMMARY_HEAD, data["summary"]) + "<h2>Per task</h2>"
+        + _html_table(data["task_head"], data["task_rows"]) + f"<p>{html.escape(note)}</p></body></html>")
     return md_path, html_path

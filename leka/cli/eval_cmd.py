@@ -22,6 +22,8 @@ def register(sub) -> None:
     p.add_argument("--baseline", default="tvm-naive", help="tvm-naive (default) or tvm-dlight")
     p.add_argument("--trials", type=int, default=5, help="correctness trials (default 5)")
     p.add_argument("--no-measure", action="store_true", help="check correctness only")
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="replay the inputs of an earlier evaluation (its record's input_seed; default: a fresh seed)")
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
     p.set_defaults(func=run)
 
@@ -43,7 +45,10 @@ def run(args) -> int:
     task, target = get_task(task_id), get_target(target_spec)
     if args.trials < 1:
         raise LekaError("--trials must be >= 1")
-    cfg = EvalConfig(trials=args.trials, measure=not args.no_measure)
+    if args.seed is not None and not 0 <= args.seed < 2**63:
+        raise LekaError("--seed must be in [0, 2**63)")
+    # A verdict, not search feedback: the held-back input families are part of it.
+    cfg = EvalConfig(trials=args.trials, measure=not args.no_measure, seed=args.seed, holdout=True)
     with Evaluator(target, cfg) as ev:
         res = ev.evaluate(task, cand.source, baseline=args.baseline)
     if res.failure == "compile_error" and res.stage in ("parse", "signature"):
@@ -66,11 +71,11 @@ def _print_human(res, path: str) -> None:
         c.print(f"{head}\n  built ({res.source_kind}, {res.compile_s:.2f} s); not run: {res.error}")
         return
     if res.failure:
-        c.print(f"{head}\n  [red]{res.failure}[/] at {res.stage}: {res.error}")
+        c.print(f"{head}\n  [red]{res.failure}[/] at {res.stage}: {res.error} (input seed {res.input_seed})")
         for m in res.mismatches:
             c.print(f"    {m.output}{m.index}: got {m.got}, expected {m.expected}")
         return
-    line = f"{head}\n  [green]correct[/] ({res.trials_passed}/{res.trials} trials)"
+    line = f"{head}\n  [green]correct[/] ({res.trials_passed}/{res.trials} trials, input seed {res.input_seed})"
     if res.speedup is not None:
         line += (f"; {res.candidate_ms:.4f} ms vs {res.baseline} {res.baseline_ms:.4f} ms → "
                  f"[bold]{res.speedup:.2f}×[/] (spread {res.spread:.1%})")

@@ -66,27 +66,46 @@ def make_trials(task: Task, cfg: EvalConfig, seed: int, holdout: bool, measure: 
 
 class InputSource:
     """Makes each evaluation's TrialSet on a helper thread, so the reference computation overlaps the
-    worker's compile of the same candidate instead of adding to the evaluation's overhead. Nothing is made
-    before its evaluation starts and nothing is reused across evaluations, except under a pinned seed (the
-    same inputs by definition)."""
+    worker's compile of the same candidate instead of adding to the evaluation's overhead. When a task is
+    evaluated again and again (a search), the next evaluation's set is started as soon as one finishes (a new
+    seed, drawn then and used once), overlapping the method's own work between evaluations. A single helper
+    thread runs these in order, and every evaluation waits for its own set before running the candidate, so no
+    reference work runs during a timing loop. Under a pinned seed the set is made once (the same inputs by
+    definition)."""
 
     def __init__(self, cfg: EvalConfig):
         self.cfg = cfg
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="leka-inputs")
         self._pinned: dict[tuple[str, bool, bool], TrialSet] = {}
+        self._next: tuple[tuple[str, bool, bool], int, Future[TrialSet]] | None = None
+        self._last: tuple[str, bool, bool] | None = None
+        self._repeats = 0  # consecutive evaluations of the same (task, holdout, measure)
 
     def start(self, task: Task, holdout: bool, measure: bool) -> tuple[int, "Future[TrialSet]"]:
         """(seed, the TrialSet being made) for one evaluation."""
-        seed = self.cfg.seed
-        if seed is None:
-            seed = fresh_seed()
-            return seed, self._pool.submit(make_trials, task, self.cfg, seed, holdout, measure)
         key = (task.id, holdout, measure)
-        done: Future[TrialSet] = Future()
-        if key not in self._pinned:
-            self._pinned = {key: make_trials(task, self.cfg, seed, holdout, measure)}
-        done.set_result(self._pinned[key])
-        return seed, done
+        self._repeats = self._repeats + 1 if key == self._last else 1
+        self._last = key
+        if self.cfg.seed is not None:
+            done: Future[TrialSet] = Future()
+            if key not in self._pinned:
+                self._pinned = {key: make_trials(task, self.cfg, self.cfg.seed, holdout, measure)}
+            done.set_result(self._pinned[key])
+            return self.cfg.seed, done
+        ahead, self._next = self._next, None
+        if ahead is not None and ahead[0] == key:
+            return ahead[1], ahead[2]
+        return self._submit(task, holdout, measure)
+
+    def prefetch(self, task: Task, holdout: bool, measure: bool) -> None:
+        """After an evaluation: start the next one's set if this task is being evaluated repeatedly."""
+        if self.cfg.seed is None and self._repeats >= 2 and self._next is None:
+            seed, fut = self._submit(task, holdout, measure)
+            self._next = ((task.id, holdout, measure), seed, fut)
+
+    def _submit(self, task: Task, holdout: bool, measure: bool) -> tuple[int, "Future[TrialSet]"]:
+        seed = fresh_seed()
+        return seed, self._pool.submit(make_trials, task, self.cfg, seed, holdout, measure)
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -104,13 +104,15 @@ def get_method(name: str, options: dict[str, Any] | None = None) -> Method:
 
 
 def evaluate_source(ctx: MethodContext, task: Any, source: str, method: str, *, measure: bool | None = None,
-                    meta: dict[str, Any] | None = None) -> Sample:
-    """Charge the budget, evaluate `source` against tvm-naive, wrap it as a Sample."""
+                    meta: dict[str, Any] | None = None, holdout: bool = True) -> Sample:
+    """Charge the budget, evaluate `source` against tvm-naive, wrap it as a Sample. A final answer is judged
+    on the held-back input families too (holdout); pass holdout=False for feedback a search acts on."""
     if ctx.budget is not None:
         ctx.budget.charge("compiles")
         if measure is not False and ctx.evaluator.config.measure:
             ctx.budget.charge("measurements")
-    res = ctx.evaluator.evaluate(task, source, baseline=ctx.options.get("baseline", "tvm-naive"), measure=measure)
+    res = ctx.evaluator.evaluate(task, source, baseline=ctx.options.get("baseline", "tvm-naive"), measure=measure,
+                                 holdout=holdout)
     rec = res.to_json()
     return Sample(result=rec, method=method, candidate_hash=rec.get("candidate_hash"), proposer=None,
                   budget_spent=ctx.budget.spent() if ctx.budget is not None else {}, meta=dict(meta or {}),
