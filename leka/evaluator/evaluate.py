@@ -24,7 +24,7 @@ from .correctness import Verdict, check_outputs, inputs_unchanged
 from .inputs import InputSource, Trial, TrialSet
 from .pool import Worker, WorkerFault
 from .result import EvalResult, candidate_hash, versions
-from .timing import summarize
+from .timing import plausible, summarize
 
 BASELINES = ("tvm-naive", "tvm-dlight")
 
@@ -95,6 +95,7 @@ class Evaluator:
         seed, made = self.inputs.start(task, holdout, measure)
         res = EvalResult(task=task.id, target=self.target.name, candidate_hash=chash, baseline=baseline,
                          versions=versions(), input_seed=seed, holdout=holdout)
+        res.detail["sandbox"] = self.worker.isolation
         args = [(a.name, tuple(a.shape), a.dtype, a.role) for a in task.args]
         target_json = self.target.target if self.target.name == "custom" else self.target.name
         compile_s = 0.0
@@ -121,6 +122,9 @@ class Evaluator:
                 res.status = "ok"
         finally:
             self._ask({"op": "drop", "key": chash}, 10, None, "drop") if self.worker.alive else None
+            strays = self.worker.sweep()  # nothing a candidate started outlives its evaluation
+            if strays:
+                res.detail["strays_killed"] = strays
             self.inputs.prefetch(task, holdout, measure)
         return self._done(res, t_start, compile_s)
 
@@ -188,6 +192,11 @@ class Evaluator:
         reply = self._ask({"op": "time", "key": key, "baseline_key": bkey, "args": args,
                            "timing_inputs": trial.inputs, "timing": timing}, c.run_timeout_s, res, "timing")
         if reply is None:
+            return
+        problem = plausible(reply, self.worker.last_request_s, c.min_run_ms) or inputs_unchanged(
+            trial.inputs, list(reply.get("inputs_after") or []), [a.name for a in task.inputs])
+        if problem:
+            res.fail("wrong", f"timing loop: {problem}", "timing")
             return
         # The timing loop has inputs of its own: what it leaves must be their answer, not a stored one.
         v = check_outputs(task, list(reply.get("outputs_after") or []), trial.refs, trial.ties, c.max_mismatches)
