@@ -21,8 +21,13 @@ from .state import LAYERS, AgentState, Decision, Policy
 FINALIZE = "finalize"
 
 
-def _first_open(layers: dict[str, Any], candidates: list[str]) -> str | None:
-    return next((name for name in candidates if not layers[name]["exhausted"]), None)
+def _first_open(layers: dict[str, Any], candidates: list[str], walked: tuple[str, ...] = LAYERS) -> str | None:
+    return next((name for name in candidates if name in walked and not layers[name]["exhausted"]), None)
+
+
+def start_layer(state: AgentState) -> str:
+    """The first layer the policy walks (an ablation may skip the algorithm layer)."""
+    return Policy.from_json(state["policy"]).layers[0]
 
 
 def decide(state: AgentState) -> Decision:
@@ -32,7 +37,7 @@ def decide(state: AgentState) -> Decision:
     if state.get("stop_reason"):
         return Decision(decision="stop", next=FINALIZE, reason=str(state["stop_reason"]))
     if not steps:
-        return Decision(decision="start", next=LAYERS[0], reason="start")
+        return Decision(decision="start", next=policy.layers[0], reason="start")
     if len(steps) >= policy.max_steps:
         return Decision(decision="stop", next=FINALIZE, reason=f"step cap ({policy.max_steps}) reached")
     last = steps[-1]
@@ -41,12 +46,13 @@ def decide(state: AgentState) -> Decision:
     idx = LAYERS.index(layer)
     above = list(reversed(LAYERS[:idx]))  # nearest first
     below = list(LAYERS[idx + 1:])
+    walked = policy.layers
     if layers[layer]["exhausted"]:
         why = "nothing new from the proposer" if last.get("outcome") == "exhausted" else \
             f"no correct candidate in {layers[layer]['fails']} steps"
-        if (up := _first_open(layers, above)) is not None:
+        if (up := _first_open(layers, above, walked)) is not None:
             return Decision(decision="backtrack", next=up, reason=f"{layer} exhausted ({why})")
-        if (down := _first_open(layers, below)) is not None:
+        if (down := _first_open(layers, below, walked)) is not None:
             return Decision(decision="advance", next=down, reason=f"{layer} exhausted ({why})")
         return Decision(decision="stop", next=FINALIZE, reason="every layer exhausted")
     if last.get("outcome") in ("failed", "bad_reply"):
@@ -54,7 +60,7 @@ def decide(state: AgentState) -> Decision:
                                                              f"({layers[layer]['fails']}/{policy.max_retries})")
     if layers[layer]["stall"] >= policy.plateau_steps:
         why = f"gain < {policy.plateau_pct:g}% for {layers[layer]['stall']} steps"
-        if (down := _first_open(layers, below)) is not None:
+        if (down := _first_open(layers, below, walked)) is not None:
             return Decision(decision="advance", next=down, reason=why)
         return Decision(decision="stop", next=FINALIZE, reason=f"converged ({why} at the last layer)")
     return Decision(decision="continue", next=layer, reason=str(last.get("outcome", "")))
@@ -89,7 +95,7 @@ def build_graph(ctx: AgentContext) -> StateGraph:
     for layer in LAYERS:
         g.add_node(layer, _layer_node(ctx, layer))
     g.add_node(FINALIZE, lambda state: nodes.finalize(state, ctx))
-    g.add_edge(START, LAYERS[0])
+    g.add_conditional_edges(START, start_layer, {name: name for name in LAYERS})
     targets = {name: name for name in (*LAYERS, FINALIZE)}
     for layer in LAYERS:
         g.add_conditional_edges(layer, _route, targets)

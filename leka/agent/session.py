@@ -57,10 +57,11 @@ def proposer_label(proposer: Any) -> str:
     return f"{name} (LLM)"
 
 
-def make_proposer(llm: str | None, base_url: str | None, budget: Any) -> Any:
+def make_proposer(llm: str | None, base_url: str | None, budget: Any, variants: dict[str, str] | None = None) -> Any:
     from leka.proposers import get_proposer
 
-    return get_proposer(llm, base_url=base_url, budget=budget, cache_path=leka_home() / "llm_cache.sqlite")
+    return get_proposer(llm, base_url=base_url, budget=budget, cache_path=leka_home() / "llm_cache.sqlite",
+                        variants=variants)
 
 
 def propose_fn(proposer: Any, task: Any, target: Any) -> Callable[..., list[Any]]:

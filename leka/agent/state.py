@@ -23,13 +23,32 @@ class Policy:
     max_steps: int = 24  # hard cap on steps per run, whatever the budget says
     history_len: int = 24  # feedback entries handed to the proposer
     control: bool = True  # first schedule step on a rewritten algorithm also schedules the task's own
+    layers: tuple[str, ...] = ("algorithm", "schedule", "memory")  # layers walked (ablation: fewer)
+
+    def __post_init__(self) -> None:
+        walked = tuple(parse_layers(self.layers))
+        object.__setattr__(self, "layers", walked)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["layers"] = list(self.layers)
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Policy":
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
+
+
+def parse_layers(spec: Any) -> list[str]:
+    """"schedule", "algorithm+schedule", or a list of layer names -> the walked layers in IR order."""
+    names = spec.split("+") if isinstance(spec, str) else list(spec)
+    names = [str(n).strip() for n in names if str(n).strip()]
+    unknown = sorted(set(names) - set(LAYERS))
+    if unknown or not names:
+        from leka.errors import LekaError
+
+        raise LekaError(f"layers {spec!r}: expected layer names joined by '+' from {', '.join(LAYERS)}")
+    return [name for name in LAYERS if name in names]
 
 
 class LayerStatus(TypedDict):

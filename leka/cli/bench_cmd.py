@@ -16,6 +16,8 @@ def _filters(p, limit: bool = True) -> None:
     p.add_argument("--task", dest="ids", action="append", default=[], metavar="ID", help="only this task (repeatable)")
     if limit:
         p.add_argument("--limit", type=int, help="at most N workloads (after filtering, suite order)")
+    p.add_argument("--split", help="only the agent-evaluation split dev or test (v1:test; benchmark/splits/), "
+                                   "in split order")
 
 
 def register(sub) -> None:
@@ -92,6 +94,12 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps([t.summary() for t in tasks], indent=1))
         return 0
+    if args.split:
+        from leka.bench.splits import split_tasks
+
+        select_tasks(Selection(), args.tasks)  # loads user task folders and checks nothing else
+        tasks = split_tasks(args.split, level=args.level, domain=args.domain, pattern=args.pattern, limit=sel.limit)
+        return sel, [t for t in tasks if not args.ids or t.id in args.ids]
     from rich.console import Console
     from rich.table import Table
 

@@ -29,6 +29,10 @@ def register(sub) -> None:
     p.add_argument("--no-control", action="store_true",
                    help="build the schedule layer on an accepted algorithm rewrite only (by default its first "
                         "step also schedules the task's own algorithm, one of k proposals)")
+    p.add_argument("--layers", default="algorithm+schedule+memory",
+                   help="layers walked, joined by '+' (ablation: e.g. schedule, algorithm+schedule)")
+    p.add_argument("--no-feedback", action="store_true",
+                   help="show the proposer no history of earlier attempts (ablation)")
     p.add_argument("--trials", type=int, default=5, help="correctness trials per candidate (default 5)")
     p.add_argument("--tasks", action="append", default=[], metavar="PATH", help="extra user task file/folder")
     p.add_argument("--resume", metavar="RUN", help="continue run RUN from its last checkpoint")
@@ -55,7 +59,8 @@ def _options(args):
     if args.plateau < 0:
         raise LekaError("--plateau must be >= 0")
     policy = Policy(k=args.k, plateau_pct=args.plateau, plateau_steps=args.plateau_steps,
-                    max_retries=args.max_retries, max_steps=args.max_steps, control=not args.no_control)
+                    max_retries=args.max_retries, max_steps=args.max_steps, control=not args.no_control,
+                    layers=args.layers, **({"history_len": 0} if args.no_feedback else {}))
     return TuneOptions(task_id=args.task, target=args.target, llm=args.llm, base_url=args.base_url,
                        budget=args.budget, policy=policy, trials=args.trials, tasks_paths=list(args.tasks))
 

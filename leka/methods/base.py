@@ -3,7 +3,8 @@
 A method turns (task, target) into kernels: `run(task, target, ctx) -> list[Sample]` is ONE
 independent attempt (one pass@k sample). The last Sample it returns is the attempt's final answer;
 earlier ones are intermediate candidates (stored, not scored). Methods register a factory by name;
-`leka bench run --method NAME` looks them up here. Built-ins: tvm-naive, tvm-dlight, onnxruntime.
+`leka bench run --method NAME` looks them up here. Built-ins: tvm-naive, tvm-dlight, onnxruntime;
+the agent (leka) and the generation baselines of baselines/ (direct, codeloop, metaschedule).
 """
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ class Method(Protocol):
 _REGISTRY: dict[str, Callable[[dict[str, Any]], Method]] = {}
 # Modules that register methods when imported: the built-ins, then optional providers (the agent).
 _BUILTIN_PROVIDERS = ("leka.methods.tvm_naive", "leka.methods.tvm_dlight", "leka.methods.onnxruntime_method")
-_OPTIONAL_PROVIDERS = ("leka.methods.leka_method",)
+_OPTIONAL_PROVIDERS = ("leka.methods.leka_method", "baselines.direct", "baselines.codeloop",
+                       "baselines.metaschedule")
 _UNAVAILABLE: dict[str, str] = {}  # optional provider -> why it could not be imported
 _loaded = False
 

@@ -1,8 +1,10 @@
 """`leka bench run --method leka`: one LEKA agent run per attempt, as a bench method.
 
 Options (from `leka bench run`): llm, base_url (proposer; default the offline rules), k, plateau_pct,
-plateau_steps, max_retries, max_steps, agent_budget (a Budget spec applied to each attempt on top of
-the run's shared budget), baseline. The agent's run id is derived from the bench run, task and attempt,
+plateau_steps, max_retries, max_steps, control, layers ("schedule", "algorithm+schedule", ...: the
+layers walked), feedback (false: no history shown to the proposer), prompts (per-layer prompt variants
+of the LLM proposer, "schedule=v2,memory=v1"), agent_budget (a Budget spec applied to each attempt on
+top of the run's shared budget), baseline. The agent's run id is derived from the bench run, task and attempt,
 so re-running a killed bench resumes the unfinished agent run instead of starting over.
 """
 from __future__ import annotations
@@ -10,35 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import MethodContext, Sample, register_method
-
-
-class _BothBudgets:
-    """Charges go to the bench run's shared budget and to this attempt's own limits; either may refuse."""
-
-    def __init__(self, shared: Any, own: Any):
-        self.shared, self.own = shared, own
-        self.limits = own.limits
-
-    def can_afford(self, kind: str, amount: float = 1) -> bool:
-        return self.own.can_afford(kind, amount) and (self.shared is None or self.shared.can_afford(kind, amount))
-
-    def charge(self, kind: str, amount: float = 1) -> None:
-        self.own.charge(kind, amount)
-        if self.shared is not None:
-            self.shared.charge(kind, amount)
-
-    def settle(self, kind: str, amount: float) -> None:
-        self.own.settle(kind, amount)
-        if self.shared is not None:
-            self.shared.settle(kind, amount)
-
-    def check_time(self) -> None:
-        self.own.check_time()
-        if self.shared is not None:
-            self.shared.check_time()
-
-    def spent(self) -> dict[str, Any]:
-        return self.own.spent()
+from .options import ATTEMPT_BUDGET, as_bool, attempt_budget, check_options
 
 
 class LekaMethod:
@@ -46,14 +20,23 @@ class LekaMethod:
 
     def __init__(self, options: dict[str, Any]) -> None:
         from leka.agent.state import Policy
-        from leka.errors import LekaError
+        from leka.proposers.prompting import parse_variants
 
-        known = {"llm", "base_url", "agent_budget", "baseline", *Policy.__dataclass_fields__}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise LekaError(f"method leka: unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        check_options(self.name, options, {"llm", "base_url", ATTEMPT_BUDGET, "baseline", "feedback", "prompts",
+                                           *Policy.__dataclass_fields__})
         self.options = options
-        self.policy = Policy.from_json({k: options[k] for k in Policy.__dataclass_fields__ if k in options})
+        knobs = {k: options[k] for k in Policy.__dataclass_fields__ if k in options}
+        if "control" in knobs:
+            knobs["control"] = as_bool(self.name, "control", knobs["control"])
+        if "feedback" in options and not as_bool(self.name, "feedback", options["feedback"]):
+            knobs["history_len"] = 0  # the proposer sees no history: every request is a first request
+        try:
+            self.policy = Policy.from_json(knobs)
+        except (TypeError, ValueError) as e:
+            from leka.errors import LekaError
+
+            raise LekaError(f"method leka: bad option value: {e}") from None
+        self.prompt_variants = parse_variants(options.get("prompts"))
         self._proposer: Any = None
 
     def applies(self, task: Any, target: Any) -> str | None:
@@ -71,13 +54,12 @@ class LekaMethod:
         from leka.agent.progress import NoProgress
         from leka.agent.run import drive
         from leka.agent.trace import TraceStore, UnknownRunError
-        from leka.budget import Budget
 
-        budget = ctx.budget
-        if self.options.get("agent_budget"):
-            budget = _BothBudgets(ctx.budget, Budget.parse(self.options["agent_budget"]))
-        if self._proposer is None:
-            self._proposer = make_proposer(self.options.get("llm"), self.options.get("base_url"), ctx.budget)
+        budget = attempt_budget(ctx, self.options)
+        # per attempt, so model calls are charged to the attempt's own limits too (the response cache
+        # makes a rebuilt client free)
+        self._proposer = make_proposer(self.options.get("llm"), self.options.get("base_url"), budget,
+                                       self.prompt_variants)
         baseline = self.options.get("baseline", "tvm-naive")
         run_id = f"{ctx.run_id}.{task.id}.{ctx.sample_idx}"
         store = TraceStore()

@@ -51,11 +51,12 @@ def parse_reply(text: str, req: ProposalRequest, target: Any) -> list[tuple[Cand
 
 
 class LLMProposer:
-    def __init__(self, client: Any, spec: str, variant: str = DEFAULT_VARIANT, max_tokens: int = 3000):
+    def __init__(self, client: Any, spec: str, variant: str | dict[str, str] = DEFAULT_VARIANT,
+                 max_tokens: int = 3000):
         self.client = client
         self.name = spec
         self.is_llm = bool(getattr(client, "is_llm", True))
-        self.variant = variant
+        self.variant = variant  # one variant for every layer, or {layer: variant} (default v1)
         self.max_tokens = max_tokens
 
     def variables(self, req: ProposalRequest, preset: Any) -> dict[str, Any]:
@@ -69,7 +70,8 @@ class LLMProposer:
         if req.layer not in LAYERS:
             raise IRApplyError(f"unknown layer {req.layer!r}; layers: {', '.join(LAYERS)}")
         preset = get_target(req.target)
-        prompt = render(req.layer, preset.family, self.variables(req, preset), self.variant)
+        variant = self.variant if isinstance(self.variant, str) else self.variant.get(req.layer, DEFAULT_VARIANT)
+        prompt = render(req.layer, preset.family, self.variables(req, preset), variant)
         parsed, completions = self.client.complete_parsed(
             prompt.system, [{"role": "user", "content": prompt.user}],
             lambda text: parse_reply(text, req, preset), max_tokens=self.max_tokens)

@@ -55,6 +55,28 @@ def render(layer: str, family: str, variables: dict[str, Any], variant: str = DE
                           _SLOT.sub(fill, user).strip())
 
 
+def parse_variants(spec: Any) -> dict[str, str]:
+    """Per-layer prompt variants: "schedule=v2,memory=v1" or {"schedule": "v2"} -> {layer: variant}."""
+    if not spec:
+        return {}
+    items = spec.items() if isinstance(spec, dict) else (
+        part.partition("=")[::2] for part in str(spec).split(",") if part.strip())
+    out: dict[str, str] = {}
+    for layer, variant in items:
+        layer, variant = str(layer).strip(), str(variant).strip()
+        if layer not in ("algorithm", "schedule", "memory") or not variant:
+            raise LekaError(f"prompt variants {spec!r}: expected LAYER=VARIANT items, LAYER one of "
+                            "algorithm, schedule, memory (e.g. schedule=v2)")
+        out[layer] = variant
+    return out
+
+
+def available_variants(layer: str, family: str, root: Path | None = None) -> list[str]:
+    """Variants present under prompts/<layer>/ for a target family, sorted (v1, v2, ...)."""
+    folder = (root or PROMPTS_DIR) / layer
+    return sorted(p.name[len(family) + 1:-3] for p in folder.glob(f"{family}.*.md"))
+
+
 def history_text(history: list[dict[str, Any]], limit: int = 8) -> str:
     """The last measured attempts, newest last, as compact lines for a prompt."""
     if not history:

@@ -1,0 +1,90 @@
+"""What the generation baselines share: options, the model client (charged to the attempt's budget,
+through the same response cache as LEKA's proposer), the attempt journal and the final Sample."""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from leka.methods import MethodContext, Sample
+from leka.methods.options import ATTEMPT_BUDGET, check_options
+
+# Options every generation baseline takes.
+COMMON_OPTIONS = ("llm", "base_url", ATTEMPT_BUDGET, "baseline", "max_tokens", "prompt")
+_FENCE = re.compile(r"```(?:python)?\s*\n(.*?)```", re.S)
+
+
+def setup(name: str, options: dict[str, Any], extra: tuple[str, ...] = ()) -> dict[str, Any]:
+    check_options(name, options, (*COMMON_OPTIONS, *extra))
+    return dict(options)
+
+
+def make_llm(options: dict[str, Any], budget: Any) -> Any:
+    """The model client, or None for the offline proposer (no --llm)."""
+    spec = options.get("llm")
+    if not spec or spec in ("offline", "leka-offline-rules"):
+        return None
+    from leka.agent.trace import leka_home
+    from leka.llm import make_client
+
+    return make_client(str(spec), base_url=options.get("base_url"), cache=leka_home() / "llm_cache.sqlite",
+                       budget=budget)
+
+
+def proposer_name(client: Any) -> str:
+    from leka.proposers import OFFLINE_NAME
+
+    if client is None:
+        return OFFLINE_NAME
+    return client.spec if getattr(client, "is_llm", True) else f"{client.spec} (replayed, not an LLM)"
+
+
+def evaluate_fn(ctx: MethodContext, task: Any, options: dict[str, Any]):
+    baseline = options.get("baseline", "tvm-naive")
+
+    def evaluate(source: str, measure: bool) -> dict[str, Any]:
+        return ctx.evaluator.evaluate(task, source, baseline=baseline, measure=measure).to_json()
+    return evaluate
+
+
+def extract_program(text: str) -> str:
+    """The TVMScript of a model's reply (a ```python fence, else the whole reply); ValueError when it
+    holds no PrimFunc (the message goes back to the model once, see LLMClient.complete_parsed)."""
+    m = _FENCE.search(text)
+    body = (m.group(1) if m else text).strip()
+    if "prim_func" not in body:
+        raise ValueError("the reply holds no TVMScript PrimFunc: answer with the whole kernel in one "
+                         "```python fence (@T.prim_func def main(...): ...)")
+    return body + "\n"
+
+
+class AttemptJournal:
+    """get/put of one attempt's journal entries (leka.agent.trace's agent_journal table)."""
+
+    def __init__(self, store: Any, run_id: str) -> None:
+        self.store, self.run_id = store, run_id
+
+    def get(self, key: str) -> Any | None:
+        return self.store.journal_get(self.run_id, key)
+
+    def put(self, key: str, value: Any) -> None:
+        self.store.journal_put(self.run_id, key, value)
+
+
+@contextmanager
+def attempt_journal(method: str, ctx: MethodContext, task: Any) -> Iterator[AttemptJournal]:
+    from leka.agent.trace import TraceStore
+
+    store = TraceStore()
+    try:
+        yield AttemptJournal(store, f"{method}:{ctx.run_id}.{task.id}.{ctx.sample_idx}")
+    finally:
+        store.close()
+
+
+def as_sample(result: dict[str, Any], method: str, proposer: str, budget: Any,
+              meta: dict[str, Any] | None = None) -> Sample:
+    rec = {k: v for k, v in result.items() if k not in ("source", "measured")}
+    return Sample(result=rec, method=method, candidate_hash=rec.get("candidate_hash"), proposer=proposer,
+                  budget_spent=budget.spent() if budget is not None else {}, meta=dict(meta or {}),
+                  source=result.get("source"))

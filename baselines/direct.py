@@ -1,0 +1,74 @@
+"""`direct`: one-shot generation. Each sample is ONE model call that writes the whole kernel at once as a
+scheduled TVMScript PrimFunc (the flat form), then one evaluation; n samples give Correct@k / Fast@p@k.
+
+With no model (`--option llm=...` absent) it runs the offline proposer in the same shape: one proposal of
+a whole flat schedule for the task's own algorithm, no feedback (sample i takes the proposer's i-th
+schedule, as temperature sampling would give a different program per sample). Every sample names its
+proposer. Charged like any candidate: the call (calls, tokens, usd) plus one compile and one measurement.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from leka.methods import MethodContext, Sample, register_method
+from leka.methods.options import attempt_budget
+
+from .common import as_sample, evaluate_fn, extract_program, make_llm, proposer_name, setup
+from .workspace import Workspace, initial_program
+
+
+def offline_flat_schedule(task: Any, target: Any, sample_idx: int) -> tuple[str, dict[str, Any]]:
+    """The offline proposer's (sample_idx)-th whole schedule of the task's own algorithm, flattened."""
+    from leka.ir import CandidateIR
+    from leka.proposers import OfflineProposer, ProposalRequest
+
+    ir = CandidateIR.initial(task)
+    props = OfflineProposer().propose(ProposalRequest(layer="schedule", ir=ir, task=task, target=target,
+                                                      history=[], k=sample_idx + 1))
+    if not props:
+        return ir.to_tvmscript(target), {"schedule": "offline proposer: no schedule rule applies; naive"}
+    pick = props[min(sample_idx, len(props) - 1)]
+    return pick.ir.to_tvmscript(target), {"schedule": pick.ir.notes.get("rule"), "rationale": pick.rationale}
+
+
+def model_program(client: Any, task: Any, target: Any, options: dict[str, Any],
+                  sample_idx: int) -> tuple[str, dict[str, Any]]:
+    """One model call (plus at most one parse-feedback call) for the whole kernel."""
+    from leka.proposers.prompting import render
+
+    variables = {"task": json.dumps(task.summary(), sort_keys=True), "target_name": target.name,
+                 "facts": json.dumps(target.facts, sort_keys=True), "program": initial_program(task, target)}
+    prompt = render("direct", target.family, variables, str(options.get("prompt", "v1")))
+    source, completions = client.complete_parsed(
+        prompt.system, [{"role": "user", "content": prompt.user}], extract_program,
+        max_tokens=int(options.get("max_tokens", 4000)), temperature=0.7 if sample_idx else 0.0, sample=sample_idx)
+    return source, {"prompt_variant": prompt.variant, "prompt_hash": completions[-1].prompt_hash,
+                    "calls": len(completions), "cached": all(c.cached for c in completions),
+                    "tokens": sum(c.input_tokens + c.output_tokens for c in completions)}
+
+
+class DirectMethod:
+    name = "direct"
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        self.options = setup(self.name, options)
+
+    @property
+    def is_llm(self) -> bool:
+        return bool(self.options.get("llm"))
+
+    def run(self, task: Any, target: Any, ctx: MethodContext) -> list[Sample]:
+        budget = attempt_budget(ctx, self.options)
+        client = make_llm(self.options, budget)
+        if client is None:
+            source, meta = offline_flat_schedule(task, target, ctx.sample_idx)
+        else:
+            source, meta = model_program(client, task, target, self.options, ctx.sample_idx)
+        ws = Workspace(task, target, evaluate_fn(ctx, task, self.options), budget)
+        result = ws.evaluate_source(source, measure=bool(ctx.evaluator.config.measure))
+        meta["shape"] = "one flat program, no feedback"
+        return [as_sample(result, self.name, proposer_name(client), budget, meta)]
+
+
+register_method(DirectMethod.name, DirectMethod)

@@ -1,0 +1,108 @@
+"""The generation baselines (baselines/) as bench methods on the real evaluator: offline shapes, one
+budget for every method (equal spending, never past a limit), one-line errors for bad methods/options."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from leka.budget import Budget
+from leka.errors import LekaError
+from leka.methods import MethodContext, get_method, list_methods
+
+TASK = "ex-matmul-256"
+LIMIT = 3
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    from leka.evaluator import EvalConfig, Evaluator
+    from leka.targets import get_target
+    from leka.tasks import get_task
+
+    target = get_target("host-cpu")
+    with Evaluator(target, EvalConfig(trials=2)) as ev:
+        yield get_task(TASK), target, ev
+
+
+def _run(env, name: str, options: dict, budget: str, run_id: str):
+    task, target, ev = env
+    method = get_method(name, options)
+    shared = Budget.parse(budget)
+    ctx = MethodContext(evaluator=ev, budget=shared, store=None, run_id=run_id, options=options)
+    return method.run(task, target, ctx), shared
+
+
+def test_registered():
+    assert {"direct", "codeloop", "metaschedule", "leka", "tvm-naive", "tvm-dlight", "onnxruntime"} <= set(list_methods())
+
+
+def test_direct_offline_is_one_flat_schedule(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEKA_HOME", str(tmp_path))
+    samples, spent = _run(env, "direct", {}, "", "t-direct")
+    assert len(samples) == 1
+    s = samples[0]
+    assert s.proposer == "leka-offline-rules" and s.result["correct"] is True
+    assert s.meta["shape"] == "one flat program, no feedback" and s.meta["schedule"]
+    assert spent.spent()["compiles"] == 1 and spent.spent()["measurements"] == 1
+
+
+def test_equal_spending_at_one_budget(env, tmp_path, monkeypatch):
+    """Every search method stops at the same limit: all measurements used, none past a limit."""
+    monkeypatch.setenv("LEKA_HOME", str(tmp_path))
+    spec = f"compiles={LIMIT},measurements={LIMIT}"
+    spent = {}
+    for name, opts in (("leka", {"max_steps": 12, "agent_budget": spec}), ("codeloop", {"agent_budget": spec}),
+                       ("direct", {"agent_budget": spec})):
+        samples, shared = _run(env, name, opts, "", f"t-eq-{name}")
+        final = samples[-1]
+        assert final.budget_spent["compiles"] <= LIMIT and final.budget_spent["measurements"] <= LIMIT
+        spent[name] = shared.spent()
+    assert spent["leka"]["measurements"] == LIMIT == spent["codeloop"]["measurements"]
+    assert spent["direct"]["measurements"] == 1  # one sample is one program
+    for s in spent.values():
+        assert s["compiles"] <= LIMIT and s["measurements"] <= LIMIT
+
+
+def test_codeloop_offline_is_a_flat_loop_with_feedback(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEKA_HOME", str(tmp_path))
+    samples, shared = _run(env, "codeloop", {}, "compiles=2,measurements=2", "t-loop")
+    final = samples[-1]
+    assert final.proposer == "leka-offline-rules" and final.meta["stop_reason"].startswith("budget")
+    assert final.meta["evaluations"] == 2 and shared.spent()["compiles"] == 2
+    assert final.result["correct"] is True and final.result["speedup"] == max(
+        s.result["speedup"] for s in samples if s.result.get("speedup"))
+
+
+def test_unknown_option_is_one_line_error():
+    for name in ("direct", "codeloop", "metaschedule", "leka"):
+        with pytest.raises(LekaError, match="unknown option"):
+            get_method(name, {"no_such_option": 1})
+
+
+@pytest.mark.parametrize("argv", [["--method", "nope"], ["--method", "direct", "--option", "bogus=1"],
+                                  ["--method", "leka", "--option", "layers=nope"]])
+def test_bad_method_cli_exits_2(argv, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "leka.cli.main", "bench", "run", "--task", TASK,
+                           "--store", str(tmp_path / "s.sqlite"), "--quiet", *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("leka: error:") and "Traceback" not in proc.stderr
+
+
+def test_leka_layer_ablation_walks_only_its_layers(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEKA_HOME", str(tmp_path))
+    samples, _ = _run(env, "leka", {"layers": "schedule", "max_steps": 3, "feedback": False,
+                                    "agent_budget": "compiles=3,measurements=3"}, "", "t-abl")
+    layers = {s.meta.get("layer") for s in samples[:-1]}
+    assert layers <= {"schedule"} and samples[-1].result.get("correct") is True
+
+
+@pytest.mark.slow
+def test_metaschedule_spends_its_measurements(env, tmp_path, monkeypatch):
+    monkeypatch.setenv("LEKA_HOME", str(tmp_path))
+    samples, shared = _run(env, "metaschedule", {"agent_budget": "compiles=2,measurements=2"}, "", "t-ms")
+    s = samples[-1]
+    assert s.meta["trials_allowed"] == 2 and shared.spent()["measurements"] == s.meta["trials_run"] <= 2
+    assert s.result["compiled"] is True and s.proposer == "tvm-metaschedule"
