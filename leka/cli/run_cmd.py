@@ -14,6 +14,8 @@ def register(sub) -> None:
     p.add_argument("--outputs", help=".npz to write the outputs to")
     p.add_argument("--check", action="store_true", help="verify OUT against its recorded ONNX Runtime outputs")
     p.add_argument("--threads", type=int, help="CPU threads (default: TVM's)")
+    p.add_argument("--time", type=int, default=0, metavar="N",
+                   help="also print the median latency of N inferences (on the check or --inputs arrays)")
     p.set_defaults(func=run)
 
 
@@ -30,6 +32,12 @@ def run(args) -> int:
     if args.check:
         errs = check_against_expected(art, args.out)
         print("check passed: " + ", ".join(f"{k} max abs error {v:.3g}" for k, v in errs.items()))
+    if args.time > 0:
+        from pathlib import Path
+
+        arrays = dict(np.load(args.inputs if args.inputs else Path(args.out) / "check" / "inputs.npz"))
+        print(f"median latency {art.median_ms(arrays, args.time):.4g} ms over {args.time} runs "
+              f"({art.manifest['target']['name']}, device {art.dev})")
     if args.inputs:
         try:
             arrays = dict(np.load(args.inputs))

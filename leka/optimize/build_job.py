@@ -76,24 +76,32 @@ def _ort_runner(model_path: str, names: list[str], threads: int) -> Callable[[li
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 3
+    # ORT's idle threads spin by default; alternating with TVM on the same cores they would steal its time.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(model_path, sess_options=opts, providers=["CPUExecutionProvider"])
     return lambda inputs: list(sess.run(None, dict(zip(names, inputs))))
 
 
 def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: list[np.ndarray],
-              min_rounds: int = 7, max_rounds: int = 41, min_time_s: float = 1.0) -> dict[str, dict[str, float]]:
-    """Median ms per call of each runner, rounds alternating over them so load affects all alike."""
+              min_rounds: int = 15, max_rounds: int = 400, min_time_s: float = 1.0) -> dict[str, dict[str, float]]:
+    """Median ms per call of each runner. Rounds are short (~2 ms per runner) and visit the runners in a
+    fresh random order, so machine load and the scheduler's time slices fall on all of them alike (a fixed
+    order with long rounds favoured whichever ran first in a round on a loaded host)."""
     per_call: dict[str, float] = {}
-    for name, run in runners.items():  # warm up, and size each round to ~20 ms
+    for name, run in runners.items():  # warm up, then size each round
         run(inputs)
         t0 = time.perf_counter()
         run(inputs)
         per_call[name] = time.perf_counter() - t0
-    number = {n: max(1, int(0.02 / max(t, 1e-6))) for n, t in per_call.items()}
+    number = {n: max(1, int(0.002 / max(t, 1e-6))) for n, t in per_call.items()}
     samples: dict[str, list[float]] = {n: [] for n in runners}
+    order = list(runners)
+    rng = np.random.default_rng(0)
     t_start, rounds = time.perf_counter(), 0
     while rounds < max_rounds and (rounds < min_rounds or time.perf_counter() - t_start < min_time_s * len(runners)):
-        for name, run in runners.items():
+        rng.shuffle(order)
+        for name in order:
+            run = runners[name]
             t0 = time.perf_counter()
             for _ in range(number[name]):
                 run(inputs)

@@ -19,13 +19,14 @@ KDL_CPU, KDL_CUDA, KDL_OPENCL = 1, 2, 4
 
 
 def _device(family: str) -> Any:
-    import tvm
-
     if family == "cuda":
         try:
             import gpu_runtime  # noqa: F401 - the bundle's nvcc callback (docs/cuda.md); absent with full TVM
         except ImportError:
             pass
+    import tvm
+
+    if family == "cuda":
         return tvm.runtime.device("cuda", 0), KDL_CUDA
     if family == "opencl":
         return tvm.runtime.device("opencl", 0), KDL_OPENCL
@@ -34,10 +35,9 @@ def _device(family: str) -> Any:
 
 class LoadedArtifact:
     def __init__(self, out: str | Path) -> None:
-        import tvm
-
         self.manifest = load_manifest(out)
-        self.dev, dev_type = _device(self.manifest["target"]["family"])
+        self.dev, dev_type = _device(self.manifest["target"]["family"])  # before tvm: the GPU bundle's hook
+        import tvm
         lib = tvm.runtime.load_module(str(Path(out) / LIBRARY))
         self._vm = lib["vm_load_executable"]()
         init = [dev_type, 0, POOLED_ALLOCATOR]
@@ -47,6 +47,25 @@ class LoadedArtifact:
         self._main = self._vm["main"]
 
     def run(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        outs = self._main(*self.tensors(arrays))
+        outs = [outs] if hasattr(outs, "numpy") else list(outs)
+        return {spec["name"]: o.numpy() for spec, o in zip(self.manifest["outputs"], outs, strict=True)}
+
+    def median_ms(self, arrays: dict[str, np.ndarray], runs: int = 50) -> float:
+        """Median wall time of one inference (inputs already on the device; outputs synchronised)."""
+        import time
+
+        args = self.tensors(arrays)
+        self.run(arrays)
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            out = self._main(*args)
+            (out if hasattr(out, "numpy") else out[0]).numpy()
+            times.append((time.perf_counter() - t0) * 1e3)
+        return float(np.median(times))
+
+    def tensors(self, arrays: dict[str, np.ndarray]) -> list[Any]:
         import tvm
 
         args = []
@@ -59,9 +78,7 @@ class LoadedArtifact:
                 raise OptimizeError(f"input {spec['name']!r} is {x.dtype}{list(x.shape)}, the model takes "
                                     f"{spec['dtype']}{spec['shape']}")
             args.append(tvm.runtime.tensor(np.ascontiguousarray(x), self.dev))
-        out = self._main(*args)
-        outs = [out] if hasattr(out, "numpy") else list(out)
-        return {spec["name"]: o.numpy() for spec, o in zip(self.manifest["outputs"], outs, strict=True)}
+        return args
 
 
 def check_against_expected(art: LoadedArtifact, out: str | Path) -> dict[str, float]:

@@ -105,7 +105,8 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
                 except Exception as e:  # a method that crashed: the default build stays, the reason is kept
                     w = Winner(p.spec.key, p.spec.task_id, None, None, None, None, method, run_id, None,
                                {"error": f"{type(e).__name__}: {str(e)[:300]}", "budget": p.budget})
-                db.put(w, tkey)
+                if w.source or w.detail.get("correct"):  # a failed attempt (crash, timeout) is retried next run
+                    db.put(w, tkey)
                 done[p.spec.key] = w
                 on_event(p.spec.key, "done", w)
     _drain(events, on_event)
