@@ -30,7 +30,7 @@ class Selection:
 
 
 def select_tasks(sel: Selection, task_paths: Iterable[str] = ()) -> list[Any]:
-    """Tasks matching the filters, in suite order; the limit is applied last."""
+    """Tasks matching the filters, in suite order; the limit (applied last) spreads over domains and patterns."""
     from leka.tasks import DOMAINS, LEVELS, all_tasks
 
     if sel.level is not None and sel.level not in LEVELS:
@@ -46,7 +46,85 @@ def select_tasks(sel: Selection, task_paths: Iterable[str] = ()) -> list[Any]:
         missing = sorted(set(sel.ids) - {t.id for t in out})
         if missing:
             raise LekaError(f"unknown or filtered-out task id(s): {', '.join(missing)}")
-    return out[:sel.limit] if sel.limit else out
+    return spread_sample(out, sel.limit) if sel.limit else out
+
+
+def spread_sample(tasks: Sequence[Any], n: int) -> list[Any]:
+    """n tasks spread over domains and patterns, deterministically: domains take turns, and within a
+    domain each pattern gives one task before any gives a second. Returned in suite order."""
+    by_domain: dict[str, dict[str, list[Any]]] = {}
+    for t in tasks:  # dicts keep first-appearance (suite) order
+        by_domain.setdefault(t.domain, {}).setdefault(t.pattern, []).append(t)
+    queues = []
+    for patterns in by_domain.values():
+        lists = list(patterns.values())
+        queues.append([x[i] for i in range(max(map(len, lists))) for x in lists if i < len(x)])
+    picked: set[int] = set()
+    while len(picked) < min(n, len(tasks)):
+        for q in queues:
+            if q and len(picked) < n:
+                picked.add(id(q.pop(0)))
+    return [t for t in tasks if id(t) in picked]
+
+
+# Versions whose change makes earlier samples incomparable: the code that produced them.
+CODE_VERSION_KEYS = ("leka", "tvm", "llvm")
+
+
+class SettingsMismatch(LekaError):
+    pass
+
+
+def settings_mismatch(stored: dict[str, Any], wanted: dict[str, Any]) -> str | None:
+    """The differences between a run's stored settings and the ones asked for, as one phrase; None when
+    they match. Settings missing on either side are not compared (runs recorded before they existed), nor
+    versions only one side knows; an option or budget limit set on one side only is a difference."""
+    diffs = []
+    for key in sorted(set(stored) & set(wanted)):
+        a, b = stored[key], wanted[key]
+        if isinstance(a, dict) and isinstance(b, dict):
+            keys = set(a) & set(b) if key == "versions" else set(a) | set(b)
+            for k in sorted(keys):
+                if a.get(k) != b.get(k):
+                    diffs.append(f"{key} {k}: {a.get(k)!r} stored, {b.get(k)!r} now")
+        elif a != b:
+            diffs.append(f"{key}: {a!r} stored, {b!r} now")
+    return "; ".join(diffs) if diffs else None
+
+
+def run_settings(method: str, options: dict[str, Any], budget_limits: dict[str, Any] | None,
+                 versions: dict[str, str] | None) -> dict[str, Any]:
+    """What must match for a stored run to be continued: method, its options (proposer included),
+    the budget's limits and the code versions."""
+    out: dict[str, Any] = {"method": method, "options": dict(options)}
+    if budget_limits is not None:
+        out["budget"] = {k: v for k, v in budget_limits.items() if v is not None}
+    if versions:
+        out["versions"] = {k: versions[k] for k in CODE_VERSION_KEYS if k in versions}
+    return out
+
+
+def check_resumable(store: ResultStore, run_id: str, method: Any, options: dict[str, Any], budget: Any) -> None:
+    """Refuse to continue run `run_id` under other settings than it was started with: its finished samples
+    would be reported as results of settings they were not made with."""
+    from leka.budget import Budget
+
+    run = store.get_run(run_id)
+    cfg = run["config"]
+    stored = run_settings(run["method"], cfg.get("options") or {},
+                          Budget.parse(cfg["budget"]).limits if "budget" in cfg else None, run.get("versions"))
+    try:
+        from leka.evaluator import versions
+
+        now_versions = versions()
+    except Exception:  # noqa: BLE001 - without TVM there is nothing to compare against
+        now_versions = None
+    wanted = run_settings(getattr(method, "name", str(method)), options,
+                          getattr(budget, "limits", None), now_versions)
+    why = settings_mismatch(stored, wanted)
+    if why:
+        raise SettingsMismatch(f"run {run_id} exists with other settings ({why}); start a new run, or continue it "
+                               "with the settings it was made with (`leka bench run --resume RUN`)")
 
 
 def workload_signature(task: Any) -> str:
@@ -112,6 +190,7 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
     from leka.budget import BudgetExceeded
     from leka.methods import MethodContext, MethodNotApplicable
 
+    check_resumable(store, run_id, method, options, budget)
     out = RunOutcome(run_id)
     t0 = time.perf_counter()
     finished = store.finished_keys(run_id)

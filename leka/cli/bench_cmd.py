@@ -7,6 +7,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from .tables import add_output_flags
+
 
 def _filters(p, limit: bool = True) -> None:
     p.add_argument("--tasks", action="append", default=[], metavar="PATH", help="extra user task file/folder")
@@ -15,7 +17,7 @@ def _filters(p, limit: bool = True) -> None:
     p.add_argument("--pattern", help="only this pattern")
     p.add_argument("--task", dest="ids", action="append", default=[], metavar="ID", help="only this task (repeatable)")
     if limit:
-        p.add_argument("--limit", type=int, help="at most N workloads (after filtering, suite order)")
+        p.add_argument("--limit", type=int, help="at most N workloads, spread over domains and patterns (deterministic)")
     p.add_argument("--split", help="only the agent-evaluation split dev or test (v1:test; benchmark/splits/), "
                                    "in split order")
 
@@ -65,11 +67,17 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_runs)
 
-    q = bsub.add_parser("report", help="Markdown + self-contained HTML report of a run")
-    q.add_argument("run", help="run id (a unique prefix is enough)")
-    q.add_argument("--out", help="output folder (default .leka/reports/RUN)")
+    q = bsub.add_parser("report", help="Markdown + self-contained HTML report of a run, or of runs side by side")
+    q.add_argument("run", nargs="+", help="run id (a unique prefix is enough); several: a side-by-side comparison")
+    q.add_argument("--out", help="output folder (default .leka/reports/RUN, or .leka/reports/compare-A-vs-B)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.set_defaults(func=cmd_report)
+
+    q = bsub.add_parser("compare", help="runs side by side in the terminal (summary and per task)")
+    q.add_argument("run", nargs="+", help="two or more run ids (unique prefixes are enough)")
+    q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    add_output_flags(q)
+    q.set_defaults(func=cmd_compare)
 
     q = bsub.add_parser("export", help="export a run's samples as JSONL or CSV, or its kernels as TVMScript files")
     q.add_argument("run", help="run id (a unique prefix is enough)")
@@ -247,8 +255,8 @@ def cmd_run(args) -> int:
     s = metrics.summarize(recs)
     line = (f"run {run_id}: {out.done} new samples ({out.skipped_finished} already done) in {out.wall_s:.1f} s; "
             f"{s.samples} stored: compile {_pct(s.compile_rate)}, Correct@1 {_pct(s.correct_at_1)}, "
-            f"Fast@1.0 vs {s.baseline or '-'} {_pct(s.fast_at.get('Fast@1.0'))}, geomean speedup "
-            f"{s.geomean_speedup or 0:.2f}x")
+            f"Fast@1.0 vs {s.baseline or '—'} {_pct(s.fast_at.get('Fast@1.0'))}, geomean speedup "
+            + (f"{s.geomean_speedup:.2f}x" if s.geomean_speedup is not None else "—"))
     print(line, file=sys.stderr)
     if out.not_applicable:
         print(f"  not applicable to {len(out.not_applicable)} workloads: "
@@ -260,7 +268,7 @@ def cmd_run(args) -> int:
 
 
 def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
+    return "—" if x is None else f"{100 * x:.1f}%"
 
 
 class _Progress:
@@ -317,14 +325,42 @@ def cmd_runs(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from leka.bench.report import write_report
+    from leka.bench.report import write_comparison, write_report
     from leka.bench.store import ResultStore
 
     store = ResultStore(args.store)
-    run = store.get_run(args.run)
-    out = Path(args.out) if args.out else store.path.parent / "reports" / run["run_id"]
-    md, html = write_report(store, run["run_id"], out)
+    runs = [store.get_run(r)["run_id"] for r in args.run]
+    if len(runs) > 1:
+        out = Path(args.out) if args.out else store.path.parent / "reports" / ("compare-" + "-vs-".join(runs))
+        md, html = write_comparison(store, runs, out)
+    else:
+        out = Path(args.out) if args.out else store.path.parent / "reports" / runs[0]
+        md, html = write_report(store, runs[0], out)
     print(f"wrote {md} and {html}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from leka.bench.report import build_comparison
+    from leka.bench.store import ResultStore
+    from leka.errors import LekaError
+
+    from .tables import Col, output_mode, render
+
+    if len(args.run) < 2:
+        raise LekaError("compare needs two or more runs (one run: `leka bench report RUN`)")
+    data = build_comparison(ResultStore(args.store), args.run)
+    mode = output_mode(args)
+    letters = [chr(ord("A") + i) for i in range(len(data["runs"]))]
+    short = ["tasks", "n", "Correct@1", "Fast@1", "Fast@2", "geomean", "compile s"]  # COMPARE_SUMMARY_HEAD[3:]
+    render("summary", [Col("", "id")] + [Col(h, "num") for h in short],
+           [[letter] + row[3:] for letter, row in zip(letters, data["summary"])], mode)
+    cols = [Col("task", "desc")] + [Col(letter, "id") for letter in letters]
+    if len(letters) > 1:
+        cols.append(Col(f"{letters[-1]}/A", "num"))
+    render("speedup per task (median of correct samples vs each run's baseline)", cols, data["task_rows"], mode)
+    for letter, row in zip(letters, data["summary"]):
+        print(f"{letter} = {row[0]} ({row[1]} on {row[2]})")
     return 0
 
 

@@ -123,16 +123,29 @@ def _take_away(final: dict, script_path: str | None, lib_path: str | None) -> No
 
 
 def _print_human(f: dict) -> None:
-    sp = f.get("speedup")
     print(f"run {f['run_id']}  task {f['task']}  target {f['target']}  proposer {f.get('proposer_label')}")
-    if f.get("correct"):
-        print(f"best: correct, {sp:.2f}x vs {f['baseline']} ({f['candidate_ms']:.4g} ms vs {f['baseline_ms']:.4g} ms,"
-              f" re-measured in a fresh worker; search saw {f['search_speedup']:.2f}x)")
-    else:
-        print(f"best: NOT verified in the fresh worker: {f.get('failure')}: {f.get('error')}")
+    print(best_line(f))
     contrib = f.get("contributions", {}).get("by_layer", {})
     print("layers: " + "  ".join(f"{k} {v:.2f}x" for k, v in contrib.items()))
     spent = {k: v for k, v in (f.get("budget_spent") or {}).items() if v}
+    compile_s = (f.get("eval") or {}).get("compile_s")
     print(f"steps {f['steps']}, evaluations {f['evaluations']}, stop: {f.get('stop_reason')}, "
-          f"budget spent: {', '.join(f'{k}={v:.3g}' for k, v in spent.items()) or '-'}")
+          f"budget spent: {', '.join(f'{k}={v:.3g}' for k, v in spent.items()) or '-'}"
+          + (f", final kernel compiles in {compile_s:.2f} s" if isinstance(compile_s, (int, float)) else ""))
     print(f"path: leka trace {f['run_id']}")
+
+
+def best_line(f: dict) -> str:
+    """The verdict on the final record: a speedup only when it is one beyond measurement noise."""
+    from leka.bench.metrics import is_fast
+
+    if not f.get("correct"):
+        return f"best: NOT verified in the fresh worker: {f.get('failure')}: {f.get('error')}"
+    sp, base = f.get("speedup"), f.get("baseline")
+    if not isinstance(sp, (int, float)):
+        return "best: correct (not timed)"
+    timing = (f"{f['candidate_ms']:.4g} ms vs {f['baseline_ms']:.4g} ms, re-measured in a fresh worker; "
+              f"search saw {f['search_speedup']:.2f}x")
+    if not is_fast(f, 1.0):
+        return f"no speedup found; the baseline is the answer (best candidate {sp:.2f}x vs {base}: {timing})"
+    return f"best: correct, {sp:.2f}x vs {base} ({timing})"

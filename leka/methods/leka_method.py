@@ -65,10 +65,12 @@ class LekaMethod:
         store = TraceStore()
         try:
             try:
-                store.get_run(run_id)  # an earlier (maybe killed) attempt: resume it, or reuse its result
+                earlier = store.get_run(run_id)  # an earlier (maybe killed) attempt: resume it, or reuse its result
                 resume = True
             except UnknownRunError:
                 resume = False
+            if resume:
+                _check_same_settings(run_id, earlier["options"], self.options)
             agent_ctx = build_context(run_id, task, target, self._proposer,
                                       evaluate_fn(ctx.evaluator, task, baseline),
                                       fresh_worker_fn(target, ctx.evaluator.config, task, baseline), budget, store)
@@ -107,6 +109,16 @@ def _final_source(final: dict[str, Any], task: Any, target: Any) -> str | None:
         return ir_script(final["best_ir"], task, target)
     except LekaError:
         return None
+
+
+def _check_same_settings(run_id: str, stored: dict[str, Any], options: dict[str, Any]) -> None:
+    """An agent run is reused only under the options it was made with (a rerun with a larger budget must
+    not return the earlier run's result)."""
+    from leka.bench.runner import SettingsMismatch, settings_mismatch
+
+    why = settings_mismatch({"options": stored.get("method_options", {})}, {"options": options})
+    if why:
+        raise SettingsMismatch(f"agent run {run_id} exists with other settings ({why}); use a new run id")
 
 
 def _as_result(cand: dict[str, Any], task: Any, target: Any, baseline: str) -> dict[str, Any]:
