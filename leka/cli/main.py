@@ -18,6 +18,7 @@ COMMANDS = [
     "leka.cli.bench_cmd",
     "leka.cli.demo_cmd",
     "leka.cli.tune_cmd", "leka.cli.trace_cmd",
+    "leka.cli.experiment_cmd",
     "leka.cli.optimize_cmd", "leka.cli.run_cmd",
 ]
 

@@ -1,0 +1,40 @@
+"""`leka experiment run CONFIG [--resume] [--llm PROVIDER:MODEL --base-url URL]`: run a declarative
+experiment (experiments/configs/*.toml) into the results store and write its tables and report."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("experiment", help="run declarative experiments (methods x options x targets x split x budget)")
+    esub = p.add_subparsers(dest="experiment_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    q = esub.add_parser("run", help="run CONFIG; every sample goes to the store; writes table.md, report.html")
+    q.add_argument("config", help="TOML or JSON experiment config (see experiments/configs/)")
+    q.add_argument("--resume", action="store_true", help="continue a killed experiment: no sample is repeated")
+    q.add_argument("--llm", metavar="PROVIDER:MODEL", help="run the model-driven methods (leka, direct, codeloop) "
+                                                           "with this model instead of the offline proposer")
+    q.add_argument("--base-url", help="server URL for --llm (OpenAI-compatible or proxy)")
+    q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    q.add_argument("--out", help="report folder (default experiments/results/NAME)")
+    q.set_defaults(func=cmd_run)
+
+
+def cmd_run(args) -> int:
+    from leka.bench.store import ResultStore
+    from leka.experiment import load_config, run_experiment
+    from leka.experiment.report import write_experiment_report
+
+    cfg = load_config(args.config)
+    if args.base_url and not args.llm:
+        from leka.errors import LekaError
+
+        raise LekaError("--base-url needs --llm PROVIDER:MODEL")
+    store = ResultStore(args.store)
+    result = run_experiment(cfg, store, resume=args.resume, llm=args.llm, base_url=args.base_url)
+    out = Path(args.out) if args.out else Path("experiments") / "results" / cfg.name
+    paths = write_experiment_report(cfg, store, result, out)
+    print(paths["md"].read_text())
+    print(f"wrote {paths['md']}, {paths['html']}, {paths['json']} (store {store.path})", file=sys.stderr)
+    return 0

@@ -1,0 +1,130 @@
+"""The paper's table for an experiment: per method (row label), backend (target) and level — Correct@1,
+Fast@p for p in 0.5, 0.8, 1.0, 1.5, 2.0 (leka.bench.metrics: fast only beyond the sample's measured
+noise, as `metrics.is_fast` defines it), geomean speedup, and the budget actually spent (sum over the
+final samples of what each attempt charged: compiles, measurements, model calls, tokens, minutes).
+Written as table.md, report.html (tables + plots, the suite report's helpers) and results.json.
+"""
+from __future__ import annotations
+
+import html
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from leka.bench import metrics
+from leka.bench.report import _fmt, _html_table, _md_table
+
+FAST_PS = (0.5, 0.8, 1.0, 1.5, 2.0)
+SPENT_KINDS = ("compiles", "measurements", "calls", "tokens", "minutes")
+HEAD = (["method", "backend", "level", "tasks", "Correct@1"] + [f"Fast@{p}" for p in FAST_PS]
+        + ["geomean", "proposer"] + [f"spent {k}" for k in SPENT_KINDS])
+
+
+def spent_total(records: list[dict[str, Any]]) -> dict[str, float]:
+    out = {k: 0.0 for k in SPENT_KINDS}
+    for r in records:
+        for k in SPENT_KINDS:
+            out[k] += float((r.get("budget") or {}).get(k) or 0)
+    return out
+
+
+def _row(label: str, backend: str, level: str, recs: list[dict[str, Any]]) -> dict[str, Any]:
+    s = metrics.summarize(recs, fast_ps=FAST_PS)
+    return {"method": label, "backend": backend, "level": level, "tasks": s.tasks, "samples": s.samples,
+            "Correct@1": s.correct_at_1, **{f"Fast@{p}": s.fast_at[f"Fast@{p:.1f}"] for p in FAST_PS},
+            "geomean": s.geomean_speedup, "baseline": s.baseline,
+            "proposer": ", ".join(sorted({str(r.get("proposer")) for r in recs if r.get("proposer")})) or "-",
+            "spent": spent_total(recs)}
+
+
+def table_rows(groups: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """groups: row label -> the final samples of that method entry (all targets)."""
+    rows = []
+    for label, recs in groups.items():
+        by: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for r in recs:
+            by[(str(r.get("target")), "all")].append(r)
+            by[(str(r.get("target")), f"L{r.get('level')}")].append(r)
+        for (backend, level) in sorted(by, key=lambda k: (k[0], k[1] != "all", k[1])):
+            rows.append(_row(label, backend, level, by[(backend, level)]))
+    return rows
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    sp = row["spent"]
+    return ([row["method"], row["backend"], row["level"], str(row["tasks"]), _fmt(row["Correct@1"], True)]
+            + [_fmt(row[f"Fast@{p}"], True) for p in FAST_PS] + [_fmt(row["geomean"]), row["proposer"]]
+            + [f"{sp[k]:.1f}" if k == "minutes" else f"{sp[k]:.0f}" for k in SPENT_KINDS])
+
+
+def _plot(groups: dict[str, list[dict[str, Any]]]) -> str:
+    import base64
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from leka.bench.report import FAST_CURVE_P
+
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for label, recs in groups.items():
+        ax.plot(FAST_CURVE_P, [metrics.fast_at_p(recs, p) or 0.0 for p in FAST_CURVE_P], label=label)
+    ax.set_xlabel("p (speedup threshold vs tvm-naive)")
+    ax.set_ylabel("Fast@p")
+    ax.set_ylim(0, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("Fast@p per method (final samples)")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _tuning_md(tuning: dict[str, Any] | None) -> list[str]:
+    if not tuning:
+        return []
+    rows = [[t["target"], t["layer"], t["variant"], _fmt(t["Fast@1.0"], True), _fmt(t["Correct@1"], True),
+             str(t["tasks"]), t["run_id"]] for t in tuning["trials"]]
+    chosen = "; ".join(f"{tg}: " + ", ".join(f"{layer}={v}" for layer, v in ch.items())
+                       for tg, ch in tuning["chosen"].items())
+    return ["## Prompt tuning (on the dev split)", "",
+            _md_table(["target", "layer", "variant", "Fast@1.0", "Correct@1", "tasks", "run"], rows), "",
+            f"Chosen prompt variants (highest Fast@1.0 on {tuning['dev_split']}, ties to the earlier variant): "
+            f"{chosen}. The main table runs them on the test split.", ""]
+
+
+def write_experiment_report(cfg: Any, store: Any, result: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in result["runs"]:
+        groups[p.label] += store.samples(p.run_id)
+    rows = table_rows(groups)
+    baseline = next((r["baseline"] for r in rows if r["baseline"]), "tvm-naive")
+    title = f"Experiment {cfg.name}: split {cfg.split}, budget per attempt {cfg.budget or 'unlimited'}"
+    note = (f"Fast@p vs {baseline}: correct and faster than p beyond the sample's measurement noise "
+            f"(leka.bench.metrics.is_fast; docs/metrics.md). One row per method, backend (target) and level; "
+            f"'spent' sums what the final samples' attempts charged. Tasks: {cfg.limit or 'all'} of the split "
+            f"(prefix of its round-robin order), {cfg.samples} sample(s) each, {cfg.trials} correctness trials.")
+    runs = [[p.label, p.method, json.dumps(p.options, sort_keys=True), p.run_id] for p in result["runs"]]
+    md = [f"# {title}", "", note, "", _md_table(HEAD, [_cells(r) for r in rows]), "",
+          *_tuning_md(result.get("tuning")), "## Runs (leka bench report RUN for each)", "",
+          _md_table(["method", "name", "options", "run"], runs), ""]
+    paths = {"md": out / "table.md", "html": out / "report.html", "json": out / "results.json"}
+    paths["md"].write_text("\n".join(md))
+    css = "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;" \
+          "padding:3px 6px;font-size:12px}th{background:#eee}"
+    tuning_html = "".join(f"<p>{html.escape(x)}</p>" for x in _tuning_md(result.get("tuning")) if x)
+    paths["html"].write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style>"
+        f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(note)}</p>"
+        + _html_table(HEAD, [_cells(r) for r in rows])
+        + f"<h2>Fast@p</h2><img alt='Fast@p' src='data:image/png;base64,{_plot(groups)}'>" + tuning_html
+        + "<h2>Runs</h2>" + _html_table(["method", "name", "options", "run"], runs) + "</body></html>")
+    paths["json"].write_text(json.dumps({"config": cfg.to_json(), "rows": rows, "tuning": result.get("tuning"),
+                                         "runs": [p.__dict__ for p in result["runs"]]}, indent=1, default=str))
+    return paths
