@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -51,14 +52,22 @@ def _worker(req: dict[str, Any], folder: Path, timeout_s: float) -> dict[str, An
     path.write_text(json.dumps(req))
     (folder / "RESULT.json").unlink(missing_ok=True)
     env = dict(os.environ, TVM_NUM_THREADS=str(req["builder_workers"]))
+    # its own session: at the time limit the whole group goes, the tuner's builder/runner pools included
+    proc = subprocess.Popen([sys.executable, "-m", "baselines.ms_worker", str(path)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=Path(__file__).resolve().parents[1],
+                            start_new_session=True)
     try:
-        proc = subprocess.run([sys.executable, "-m", "baselines.ms_worker", str(path)], capture_output=True,
-                              text=True, timeout=timeout_s, env=env, cwd=Path(__file__).resolve().parents[1])
+        stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return None
+    finally:
+        if proc.poll() is None:  # interrupted (KeyboardInterrupt): leave no tuner behind
+            os.killpg(proc.pid, signal.SIGKILL)
     out = folder / "RESULT.json"
     if proc.returncode != 0 or not out.is_file():
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        tail = (stderr or stdout).strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         raise LekaError(f"metaschedule worker failed: {tail[0][:300]}")
     return json.loads(out.read_text())
 
