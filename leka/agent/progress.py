@@ -10,8 +10,6 @@ from typing import Any, Protocol
 
 from rich.console import Console
 from rich.live import Live
-from rich.markup import escape
-from rich.table import Table
 
 
 class Progress(Protocol):
@@ -40,42 +38,80 @@ def step_cells(step: dict[str, Any]) -> list[str]:
 
 
 HEADERS = ["step", "layer", "outcome", "comp/ok/n", "best", "accepted / errors", "route", "budget spent"]
+# Column kinds for the live table (leka.cli.tables): route and budget give way first on narrow terminals
+# (the status line under the table repeats both).
+COLUMN_KINDS = [("num", False), ("id", False), ("id", False), ("num", False), ("num", False), ("desc", False),
+                ("id", True), ("desc", True)]
+RESERVED_LINES = 9  # title, header rule and row, bottom border, status and caption lines
 
 
 class LiveProgress:
+    """A table of the steps that fits the terminal (the newest rows when they do not all fit) and a status
+    line redrawn four times a second: what runs now, the elapsed time, what the run has spent."""
+
     def __init__(self, title: str, console: Console | None = None):
+        import time
+
         self.title = title
         self.console = console or Console(stderr=True)
         self.rows: list[list[str]] = []
         self._live: Live | None = None
         self.footer = ""
+        self.now = "step 1: proposing and evaluating"
+        self.spent = ""
+        self._t0 = time.monotonic()
 
-    def _table(self) -> Table:
-        t = Table(title=self.title, caption=self.footer or None)
-        for h in HEADERS:
-            t.add_column(h, overflow="fold")
-        for r in self.rows[-30:]:
-            t.add_row(*(escape(c) for c in r))  # summaries hold "[...]", which rich would read as markup
-        return t
+    def _status(self) -> str:
+        import time
+
+        secs = int(time.monotonic() - self._t0)
+        spent = f" · spent {self.spent}" if self.spent else ""
+        return f"{self.now} · elapsed {secs // 3600}:{secs // 60 % 60:02d}:{secs % 60:02d}{spent}"
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        from leka.cli.tables import Col, rich_table
+
+        fit = max(1, self.console.height - RESERVED_LINES)
+        shown = self.rows[-fit:]
+        title = self.title + (f" (last {len(shown)} of {len(self.rows)} steps)" if len(shown) < len(self.rows)
+                              else "")
+        cols = [Col(h, kind, optional, want=30 if h == "accepted / errors" else 8)
+                for h, (kind, optional) in zip(HEADERS, COLUMN_KINDS)]
+        table = rich_table(title, cols, shown, self.console.width, self.footer or None)
+        return Group(table, Text(self._status(), overflow="fold"))
 
     def __enter__(self) -> "LiveProgress":
-        self._live = Live(self._table(), console=self.console, refresh_per_second=4, transient=False)
+        self._live = Live(console=self.console, refresh_per_second=4, transient=False,
+                          get_renderable=self._render)
         self._live.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self._live is not None:
+            self.now = "finished" if exc[0] is None else f"stopped: {exc[0].__name__}"
+            self._live.refresh()
             self._live.__exit__(*exc)
 
     def update(self, node: str, update: dict[str, Any]) -> None:
         for step in update.get("steps", []):
             self.rows.append(step_cells(step))
+            cells = self.rows[-1]
+            self.spent = cells[7]
+            nxt = step.get("next") or ""
+            self.now = (f"after step {step.get('step')} ({cells[6]}): " +
+                        ("re-measuring the best kernel in a fresh worker" if nxt == "finalize" else
+                         f"step {int(step.get('step') or 0) + 1} at {nxt or 'the next layer'}: proposing and "
+                         "evaluating"))
         if node == "finalize" and update.get("final"):
             f = update["final"]
             self.footer = (f"final (fresh worker): correct={f['correct']} speedup={_fmt_x(f.get('speedup'))} "
                            f"vs {f.get('baseline')}")
+            self.now = "finalized"
         if self._live is not None:
-            self._live.update(self._table())
+            self._live.refresh()
 
 
 class LineProgress:

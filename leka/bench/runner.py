@@ -185,8 +185,10 @@ class RunOutcome:
 def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target: Any, method: Any, samples: int,
                   evaluator: Any, budget: Any, options: dict[str, Any],
                   on_sample: Callable[[Any, int, dict[str, Any] | None], None] | None = None,
-                  progress: Callable[[str], None] | None = None) -> RunOutcome:
-    """Run every missing (task, sample_idx) of `run_id`; returns what this invocation did."""
+                  progress: Callable[[str], None] | None = None,
+                  on_start: Callable[[Any, int], None] | None = None) -> RunOutcome:
+    """Run every missing (task, sample_idx) of `run_id`; returns what this invocation did.
+    on_start(task, idx) is called as an attempt begins, on_sample(task, idx, record or None) as it ends."""
     from leka.budget import BudgetExceeded
     from leka.methods import MethodContext, MethodNotApplicable
 
@@ -209,6 +211,8 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                     continue
                 if budget is not None:
                     budget.check_time()
+                if on_start is not None:
+                    on_start(task, idx)
                 ctx = MethodContext(evaluator=evaluator, budget=budget, store=store, run_id=run_id,
                                     options=options, progress=progress, sample_idx=idx)
                 try:

@@ -32,6 +32,7 @@ def register(sub) -> None:
     q = bsub.add_parser("list", help="list workloads")
     _filters(q)
     q.add_argument("--json", action="store_true", help="JSON list: id, pattern, level, domain, dtype, flops, bytes ...")
+    add_output_flags(q)
     q.set_defaults(func=cmd_list)
 
     q = bsub.add_parser("stats", help="counts of patterns and workloads by domain, level and dtype")
@@ -65,6 +66,7 @@ def register(sub) -> None:
     q = bsub.add_parser("runs", help="list the runs in the store (id, method, target, status, samples)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.add_argument("--json", action="store_true")
+    add_output_flags(q)
     q.set_defaults(func=cmd_runs)
 
     q = bsub.add_parser("report", help="Markdown + self-contained HTML report of a run, or of runs side by side")
@@ -94,6 +96,12 @@ def _select(args):
 
     sel = Selection(level=args.level, domain=args.domain, pattern=args.pattern, ids=args.ids,
                     limit=getattr(args, "limit", None))
+    if args.split:
+        from leka.bench.splits import split_tasks
+
+        select_tasks(Selection(), args.tasks)  # loads user task folders and checks nothing else
+        tasks = split_tasks(args.split, level=args.level, domain=args.domain, pattern=args.pattern, limit=sel.limit)
+        return sel, [t for t in tasks if not args.ids or t.id in args.ids]
     return sel, select_tasks(sel, args.tasks)
 
 
@@ -102,22 +110,14 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps([t.summary() for t in tasks], indent=1))
         return 0
-    if args.split:
-        from leka.bench.splits import split_tasks
+    from .tables import Col, output_mode, render
 
-        select_tasks(Selection(), args.tasks)  # loads user task folders and checks nothing else
-        tasks = split_tasks(args.split, level=args.level, domain=args.domain, pattern=args.pattern, limit=sel.limit)
-        return sel, [t for t in tasks if not args.ids or t.id in args.ids]
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title=f"EdgeKernelBench workloads ({len(tasks)})")
-    for col in ("id", "pattern", "L", "domain", "dtype", "MFLOP", "KB", "description"):
-        t.add_column(col, overflow="fold")
-    for k in tasks:
-        t.add_row(k.id, k.pattern, str(k.level), k.domain, k.dtype, f"{k.flops / 1e6:.2f}", f"{k.bytes / 1e3:.1f}",
-                  k.description)
-    Console().print(t)
+    cols = [Col("id", "id"), Col("L", "num"), Col("domain", "desc"), Col("dtype", "id", optional=True),
+            Col("MFLOP", "num", optional=True), Col("KB", "num", optional=True), Col("pattern", "desc", optional=True),
+            Col("description", "desc", optional=True)]
+    rows = [[k.id, str(k.level), k.domain, k.dtype, f"{k.flops / 1e6:.2f}", f"{k.bytes / 1e3:.1f}", k.pattern,
+             k.description] for k in tasks]
+    render(f"EdgeKernelBench workloads ({len(tasks)})", cols, rows, output_mode(args))
     return 0
 
 
@@ -248,7 +248,7 @@ def cmd_run(args) -> int:
     ev = Evaluator(target, EvalConfig(trials=trials, measure=measure)) if todo else contextlib.nullcontext()
     with ev as evaluator, _Progress(len(tasks) * samples, args.quiet or not todo) as prog:
         out = run_benchmark(store, run_id, tasks, target, method, samples, evaluator, budget, options,
-                            on_sample=prog.update)
+                            on_sample=prog.update, on_start=prog.start)
     recs = store.samples(run_id)
     from leka.bench import metrics
 
@@ -272,7 +272,7 @@ def _pct(x) -> str:
 
 
 class _Progress:
-    """A rich progress bar over samples (finished ones included on resume)."""
+    """A rich progress bar over samples (finished ones included on resume), naming the task in progress."""
 
     def __init__(self, total: int, quiet: bool) -> None:
         self.total, self.quiet, self.correct, self.seen = total, quiet, 0, 0
@@ -282,18 +282,22 @@ class _Progress:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self.p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                              TextColumn("correct {task.fields[correct]}"), TimeElapsedColumn(),
+            self.p = Progress(TimeElapsedColumn(), BarColumn(bar_width=12), MofNCompleteColumn(),
+                              TextColumn("ok {task.fields[correct]}"), TextColumn("{task.description}"),
                               console=Console(stderr=True))
             self.p.__enter__()
-            self.bar = self.p.add_task("bench", total=self.total, correct=0)
+            self.bar = self.p.add_task("starting", total=self.total, correct=0)
         return self
+
+    def start(self, task, idx: int) -> None:
+        if not self.quiet:
+            self.p.update(self.bar, description=f"running {task.id}" + (f" #{idx}" if idx else ""))
 
     def update(self, task, idx: int, rec) -> None:
         if rec is not None and rec.get("correct") is True:
             self.correct += 1
         if not self.quiet:
-            self.p.update(self.bar, advance=1, description=f"{task.id[:36]:36s}", correct=self.correct)
+            self.p.update(self.bar, advance=1, correct=self.correct)
 
     def __exit__(self, *exc) -> None:
         if not self.quiet:
@@ -312,15 +316,11 @@ def cmd_runs(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from .tables import Col, output_mode, render
 
-    t = Table(title=f"runs in {store.path}")
-    for col in ("run_id", "method", "target", "status", "samples"):
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(*(str(r[c]) for c in ("run_id", "method", "target", "status", "samples")))
-    Console().print(t)
+    cols = [Col("run_id", "id"), Col("status", "id"), Col("samples", "num"), Col("method", "id"),
+            Col("target", "desc", optional=True)]
+    render(f"runs in {store.path}", cols, [[r[c.name] for c in cols] for r in rows], output_mode(args))
     return 0
 
 

@@ -19,6 +19,8 @@ KINDS = ("id", "text", "desc", "num")
 class Col:
     name: str
     kind: str = "text"  # id: never split; text: wraps; desc: cut with an ellipsis; num: right-aligned
+    optional: bool = False  # left out (rightmost first) when the terminal is too narrow for every column
+    want: int = 8  # desc/text: the width it needs before optional columns give way to it
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -45,6 +47,9 @@ def _clean(cell: Any) -> str:
     return " ".join(str("" if cell is None else cell).split())  # one line per cell outside rich
 
 
+MIN_FLEX = 8  # narrowest a desc/text column is drawn
+
+
 def _flex_widths(cols: Sequence[Col], longest: list[int], width: int) -> dict[int, int]:
     """Widths of the desc/text columns once the id and number columns have theirs (never cut)."""
     fixed = sum(n for c, n in zip(cols, longest) if c.kind in ("id", "num"))
@@ -53,22 +58,39 @@ def _flex_widths(cols: Sequence[Col], longest: list[int], width: int) -> dict[in
     room = width - fixed - 3 * len(cols) - 1  # "│ " + " " around each cell, one closing border
     out: dict[int, int] = {}
     for n, i in enumerate(flex):
-        share = max(8, room // (len(flex) - n))
+        share = max(MIN_FLEX, room // (len(flex) - n))
         out[i] = min(longest[i], share)
         room -= out[i]
     return out
 
 
-def render_rich(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], console: Any = None,
-                caption: str | None = None) -> None:
-    from rich.console import Console
+def _fitting(cols: Sequence[Col], longest: list[int], width: int) -> list[int]:
+    """Indices of the columns shown: every one, less optional ones (rightmost first) until it fits."""
+    keep = list(range(len(cols)))
+
+    def need(idx: list[int]) -> int:
+        return sum(longest[i] if cols[i].kind in ("id", "num") else min(longest[i], cols[i].want) for i in idx) \
+            + 3 * len(idx) + 1
+    for i in reversed(range(len(cols))):
+        if need(keep) <= width:
+            break
+        if cols[i].optional:
+            keep.remove(i)
+    return keep
+
+
+def rich_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], width: int,
+               caption: str | None = None) -> Any:
+    """A rich Table laid out for `width` columns (see the module docstring)."""
     from rich.markup import escape
     from rich.table import Table
 
-    console = console or Console()
     cells = [[str("" if x is None else x) for x in r] for r in rows]
     longest = [max([len(c.name)] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
-    flex = _flex_widths(cols, longest, console.width)
+    keep = _fitting(cols, longest, width)
+    cols, longest = [cols[i] for i in keep], [longest[i] for i in keep]
+    cells = [[r[i] for i in keep] for r in cells]
+    flex = _flex_widths(cols, longest, width)
     t = Table(title=escape(title) if title else None, caption=escape(caption) if caption else None)
     for i, c in enumerate(cols):
         if c.kind in ("id", "num"):
@@ -79,7 +101,15 @@ def render_rich(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[
             t.add_column(c.name, overflow="fold", min_width=min(flex[i], longest[i]), max_width=flex[i])
     for r in cells:
         t.add_row(*(escape(x) for x in r))
-    console.print(t)
+    return t
+
+
+def render_rich(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], console: Any = None,
+                caption: str | None = None) -> None:
+    from rich.console import Console
+
+    console = console or Console()
+    console.print(rich_table(title, cols, rows, console.width, caption))
 
 
 def render_text(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[Any]], mode: str,

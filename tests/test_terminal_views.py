@@ -1,0 +1,94 @@
+"""Terminal views at 80 columns, through a pseudo-terminal (what a user's terminal gives rich): the live
+`leka tune` view keeps the newest steps on screen and shows the elapsed time from the start; tables
+never split ids; output to a pipe is plain text."""
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+MOVES = re.compile(r"\x1b\[[0-9]*[AK]|\r")  # cursor up / erase line / carriage return: a redraw starts
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+LIVE_SCRIPT = r"""
+import time
+from leka.agent.progress import LiveProgress
+view = LiveProgress("LEKA leka-0123456789: l1-some_long_task_name-128x128x64 on host-cpu")
+with view:
+    time.sleep(1.3)   # nothing has finished yet: the status line must already tick
+    for i in range(1, 41):
+        cand = {"summary": f"cpu.rule_{i}: split(Y.j, factors=[None, 16]); vectorize(Y.j.1) and more words",
+                "compiled": True, "correct": True}
+        view.update("schedule", {"steps": [{"step": i, "layer": "schedule", "outcome": "improved",
+                     "candidates": [cand], "accepted": 0, "best_after": 1.0 + i / 10, "decision": "retry",
+                     "next": "schedule", "budget_spent": {"compiles": i, "measurements": i}}]})
+    time.sleep(0.4)
+"""
+
+
+def _run_in_pty(argv: list[str], cols: int = 80, rows: int = 24, timeout: float = 120) -> str:
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = dict(os.environ, COLUMNS=str(cols), LINES=str(rows), TERM="xterm-256color")
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    out, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=10)
+    os.close(master)
+    assert proc.returncode == 0, out.decode(errors="replace")[-2000:]
+    return out.decode(errors="replace")
+
+
+def test_live_tune_view_fits_80_columns_and_keeps_the_newest_steps():
+    raw = _run_in_pty([sys.executable, "-c", LIVE_SCRIPT])
+    text = ANSI.sub("", MOVES.sub("\n", raw))
+    lines = text.split("\n")
+    assert max(len(ln) for ln in lines) <= 80, max(lines, key=len)
+    assert "elapsed 0:00:01" in text  # the clock ran before the first step finished
+    final = text[text.rindex("LEKA leka-0123456789"):]  # the last frame drawn
+    assert "│   40 │" in final and "│    1 │" not in final  # the newest steps, not the first ones
+    assert "40 steps)" in final and "spent comp=40 meas=40" in final
+
+
+def test_tables_never_split_ids_at_80_columns():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from leka.cli.tables import Col, render_rich
+
+    buf = StringIO()
+    ids = ["l1-mahalanobis_distance-256x64-with-a-long-suffix", "20261201-020149-tvm-dlight-a812f1"]
+    rows = [[i, "done", "1.00x", "a very long description " * 5] for i in ids]
+    render_rich("t", [Col("id", "id"), Col("status", "id"), Col("speedup", "num"), Col("description", "desc")],
+                rows, Console(file=buf, width=80))
+    out = buf.getvalue()
+    assert all(i in out for i in ids) and max(len(ln) for ln in out.splitlines()) <= 80
+    assert "…" in out  # the description was cut instead
+
+
+def test_output_to_a_pipe_is_plain(tmp_path):
+    exe = os.path.join(os.path.dirname(sys.executable), "leka")
+    p = subprocess.run([exe, "bench", "list", "--limit", "2"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "┃" not in p.stdout and p.stdout.splitlines()[1].startswith("id ")
+    t = subprocess.run([exe, "bench", "list", "--limit", "2", "--tsv"], capture_output=True, text=True, timeout=120)
+    assert t.stdout.splitlines()[0].split("\t")[:3] == ["id", "L", "domain"]
