@@ -177,3 +177,37 @@ def test_full_ablation_config_offline(tmp_path, monkeypatch):
     cfg = _write(tmp_path, _ablation(limit=1, name="abl_full"))
     assert main(["experiment", "run", str(cfg), "--store", str(tmp_path / "s.db"), "--out", str(tmp_path / "o")]) == 0
     assert "| metaschedule | host-cpu | all |" in (tmp_path / "o" / "table.md").read_text()
+
+
+def test_killed_experiment_resumes_without_repeats(tmp_path, monkeypatch):
+    """SIGKILL mid-run, then --resume: every (task, sample) once, and no model call asked twice (a reply
+    that came back before the kill is served by the response cache)."""
+    import os
+    import signal
+    import sqlite3
+    import time
+
+    home = tmp_path / "home"
+    cfg = _write(tmp_path, _ablation(limit=3, trials=2, name="killed", method=[{"method": "direct"}],
+                                     budget="calls=2,compiles=1,measurements=1"))
+    store = tmp_path / "s.db"
+    with _serve(monkeypatch, fake_model) as srv:
+        argv = [sys.executable, "-m", "leka.cli.main", "experiment", "run", str(cfg), "--llm", "openai:gpt-test",
+                "--base-url", srv.url + "/v1", "--store", str(store), "--out", str(tmp_path / "o")]
+        env = dict(os.environ, LEKA_HOME=str(home), OPENAI_API_KEY=API_KEY)
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None:
+            if store.is_file():
+                with sqlite3.connect(store) as db:
+                    if db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] >= 1:
+                        break
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert subprocess.run(argv + ["--resume"], cwd=ROOT, env=env, capture_output=True, timeout=300).returncode == 0
+        asked = [json.dumps(r["body"]["messages"], sort_keys=True) for r in srv.requests]
+    with sqlite3.connect(store) as db:
+        keys = db.execute("SELECT task, sample_idx FROM samples").fetchall()
+    assert len(keys) == 3 == len(set(keys))
+    assert len(asked) == len(set(asked)) == 3
