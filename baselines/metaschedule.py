@@ -97,6 +97,8 @@ class MetaScheduleMethod:
         budget = attempt_budget(ctx, self.options)
         cap = self.options.get("trials")
         trials = trials_allowed(budget, int(cap) if cap is not None else None)
+        if trials < 1 and budget is not None:  # nothing left to tune with: stop as every method does
+            budget.charge("measurements")  # raises BudgetExceeded
         naive = default_schedule(definition, target, rules="naive").script()
         req = {**DEFAULTS, **{k: self.options[k] for k in DEFAULTS if k in self.options},
                "module": naive, "target": target.target, "trials": trials}

@@ -84,17 +84,30 @@ def _plot(groups: dict[str, list[dict[str, Any]]]) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _tuning_md(tuning: dict[str, Any] | None) -> list[str]:
-    if not tuning:
-        return []
+TUNING_HEAD = ["target", "layer", "variant", "Fast@1.0", "Correct@1", "tasks", "run"]
+
+
+def _tuning(tuning: dict[str, Any]) -> tuple[list[list[str]], str]:
     rows = [[t["target"], t["layer"], t["variant"], _fmt(t["Fast@1.0"], True), _fmt(t["Correct@1"], True),
              str(t["tasks"]), t["run_id"]] for t in tuning["trials"]]
     chosen = "; ".join(f"{tg}: " + ", ".join(f"{layer}={v}" for layer, v in ch.items())
                        for tg, ch in tuning["chosen"].items())
-    return ["## Prompt tuning (on the dev split)", "",
-            _md_table(["target", "layer", "variant", "Fast@1.0", "Correct@1", "tasks", "run"], rows), "",
-            f"Chosen prompt variants (highest Fast@1.0 on {tuning['dev_split']}, ties to the earlier variant): "
-            f"{chosen}. The main table runs them on the test split.", ""]
+    return rows, (f"Chosen prompt variants (highest Fast@1.0 on {tuning['dev_split']}, ties to the earlier "
+                  f"variant): {chosen}. The main table runs them on the test split.")
+
+
+def _tuning_md(tuning: dict[str, Any] | None) -> list[str]:
+    if not tuning:
+        return []
+    rows, text = _tuning(tuning)
+    return ["## Prompt tuning (on the dev split)", "", _md_table(TUNING_HEAD, rows), "", text, ""]
+
+
+def _tuning_html(tuning: dict[str, Any] | None) -> str:
+    if not tuning:
+        return ""
+    rows, text = _tuning(tuning)
+    return "<h2>Prompt tuning (on the dev split)</h2>" + _html_table(TUNING_HEAD, rows) + f"<p>{html.escape(text)}</p>"
 
 
 def write_experiment_report(cfg: Any, store: Any, result: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
@@ -118,7 +131,7 @@ def write_experiment_report(cfg: Any, store: Any, result: dict[str, Any], out_di
     paths["md"].write_text("\n".join(md))
     css = "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;" \
           "padding:3px 6px;font-size:12px}th{background:#eee}"
-    tuning_html = "".join(f"<p>{html.escape(x)}</p>" for x in _tuning_md(result.get("tuning")) if x)
+    tuning_html = _tuning_html(result.get("tuning"))
     paths["html"].write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style>"
         f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(note)}</p>"
