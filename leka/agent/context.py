@@ -59,6 +59,11 @@ class AgentContext:
     initial_ir: dict[str, Any] | None = None
     # Exceptions that mean "the budget says stop" (leka.budget.BudgetExceeded in real runs).
     budget_errors: tuple[type[BaseException], ...] = field(default_factory=lambda: default_budget_errors())
+    # Wall-clock deadlines inside steps (leka.agent.deadline.RunClock); None: no deadlines, all work in
+    # this process (the tests' fakes).
+    clock: Any = None
+    # Makes an evaluation blocked past its deadline return (kills the evaluator's worker); None: abandon it.
+    cancel: Callable[[], None] | None = None
 
 
 def default_budget_errors() -> tuple[type[BaseException], ...]:

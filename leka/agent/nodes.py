@@ -5,31 +5,26 @@ the layer offers k IRs built on the best IR so far; each is validated (ir.valida
 (ir.to_tvmscript) and handed to the evaluator (compile + verify + profile in an isolated worker);
 the results become the step record, which later steps feed back to the proposer as history.
 
+Deadlines (leka.agent.deadline): with a run clock, the step's IR work (proposer, validate, flatten) runs
+in a forked child killed at the step's deadline, and each measurement is cut off at it too; what was cut
+off is recorded (step field ``cut_off``, candidate failure "cut_off") and fed back, and the run goes on.
+
 Nodes return state *updates* only; routing is decided in graph.py. Proposals and measurements are
 written to the journal as soon as they exist, so a node re-run after a kill repeats neither.
 """
 from __future__ import annotations
 
-import hashlib
+import json
 import time
-from typing import Any, Callable
+from typing import Any
+
+from leka.ir.layers import adopt_trusted_text_hashes, trusted_text_hashes
 
 from .context import AgentContext
+from .deadline import Bounded, Emit
+from .evaluation import bounded_work, evaluate, one_line
+from .finalize import finalize
 from .state import LAYERS, AgentState, Best, CandidateRecord, LayerStatus, Policy, StepRecord
-
-
-def _journaled(ctx: AgentContext, key: str, produce: Callable[[], Any]) -> Any:
-    hit = ctx.journal.journal_get(ctx.run_id, key)
-    if hit is not None:
-        return hit
-    value = produce()
-    ctx.journal.journal_put(ctx.run_id, key, value)
-    return value
-
-
-def _one_line(text: str, limit: int = 400) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def feedback_history(steps: list[StepRecord], limit: int) -> list[dict[str, Any]]:
@@ -40,6 +35,12 @@ def feedback_history(steps: list[StepRecord], limit: int) -> list[dict[str, Any]
             out.append({"layer": st["layer"], "summary": "(unusable proposer reply)", "compiled": False,
                         "correct": False, "failure": "bad_reply", "error": st.get("error"), "speedup": None,
                         "candidate_ms": None})
+        if st.get("cut_off") and not st.get("candidates"):
+            # the proposer overran; inside a known rule, the origin line marks that rule failed
+            rule = st.get("cut_off_rule")
+            out.append({"layer": st["layer"], "summary": f"(step cut off) origin: {rule} knobs={{}}" if rule else
+                        "(step cut off while proposing)", "compiled": False, "correct": False,
+                        "failure": "cut_off", "error": st["cut_off"], "speedup": None, "candidate_ms": None})
         for c in st.get("candidates", []):
             if c.get("failure") == "duplicate":
                 continue
@@ -55,9 +56,9 @@ def _short_summary(ir: Any, diff: str, layer: str) -> str:
     notes = getattr(ir, "notes", None) or {}
     added = [ln[1:].strip() for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
     if not added and not notes.get("rule"):
-        return _one_line(ir.summary(layer), 300)
+        return one_line(ir.summary(layer), 300)
     head = f"{notes['rule']}: " if notes.get("rule") else ""
-    return _one_line(head + "; ".join(added), 300)
+    return one_line(head + "; ".join(added), 300)
 
 
 def _proposal_to_json(p: Any, layer: str) -> dict[str, Any]:
@@ -101,111 +102,186 @@ def _control_due(state: AgentState, ctx: AgentContext, layer: str, base_ir: Any,
             and not any(c.get("control") for s in state.get("steps", []) for c in s.get("candidates", [])))
 
 
-def _evaluate(ctx: AgentContext, key: str, source: str, fn: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    def produce() -> dict[str, Any]:
-        try:
-            return dict(fn(source))
-        except ctx.budget_errors:
-            raise
-        except Exception as e:  # the evaluator itself broke (not the candidate): record it, run goes on
-            return {"compiled": False, "correct": False, "failure": "evaluator_error",
-                    "error": _one_line(f"{type(e).__name__}: {e}")}
-    return _journaled(ctx, key, produce)
-
-
 def _fill_from_result(cand: CandidateRecord, res: dict[str, Any]) -> None:
     cand["compiled"] = bool(res.get("compiled"))
     cand["correct"] = bool(res.get("correct"))
     cand["failure"] = res.get("failure")
-    cand["error"] = _one_line(res["error"]) if res.get("error") else None
+    cand["error"] = one_line(res["error"]) if res.get("error") else None
     cand["speedup"] = res.get("speedup")
     cand["candidate_ms"] = res.get("candidate_ms")
     cand["baseline_ms"] = res.get("baseline_ms")
     cand["source_hash"] = res.get("candidate_hash")
 
 
-def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, Any]:
-    """Run one propose/validate/evaluate/feedback step at `layer`; return the state update."""
-    t0 = time.monotonic()
-    policy = Policy.from_json(state["policy"])
-    steps = state.get("steps", [])
-    step_no = len(steps) + 1
-    best: Best = dict(state["best"])  # type: ignore[assignment]
-    layers = {name: LayerStatus(**st) for name, st in state["layers"].items()}
-    status = layers[layer]
-    seen = list(state.get("seen", []))
-    base_ir = ctx.ir_from_json(state.get("base") or best["ir"])
-    control = policy.control and _control_due(state, ctx, layer, base_ir, policy.k)
-    record = StepRecord(step=step_no, layer=layer, candidates=[], accepted=None, base=None,
-                        best_before=best["speedup"], best_after=best["speedup"], error=None)
-    enabling: dict[str, Any] | None = None
-    stop_reason: str | None = None
-    proposals: list[dict[str, Any]] = []
+
+
+def _prepare_one(ctx: AgentContext, base_ir: Any, prop: dict[str, Any], seen: set[str], layer: str) -> dict[str, Any]:
+    """Read, describe, de-duplicate, validate and flatten one proposal (the step's IR work, in the child)."""
+    out: dict[str, Any] = {}
     try:
-        if ctx.budget is not None:
-            ctx.budget.check_time()
-        history = feedback_history(steps, policy.history_len)
+        ir = ctx.ir_from_json(prop["ir"])
+        out["ir_hash"] = ir_hash = ir.hash()
+        out["diff"] = base_ir.diff(ir)
+        out["summary"] = _short_summary(ir, out["diff"], layer)
+        # The IR's own account (loop nests, origin rule and knobs): what proposers read back as history.
+        out["ir_summary"] = str(ir.summary(layer))
+    except Exception as e:
+        return out | {"failure": "invalid", "error": one_line(f"unreadable IR: {type(e).__name__}: {e}")}
+    if ir_hash == base_ir.hash() or ir_hash in seen:
+        return out | {"failure": "duplicate", "error": "already evaluated"}
+    seen.add(ir_hash)
+    try:
+        problems = ir.validate(ctx.target)
+        if problems:
+            return out | {"failure": "invalid", "error": one_line("; ".join(problems))}
+        return out | {"valid": True, "source": ir.to_tvmscript(ctx.target)}
+    except Exception as e:  # IRApplyError and friends: feedback for the next proposal
+        return out | {"failure": "invalid", "error": one_line(str(e) or type(e).__name__)}
 
-        def produce() -> list[dict[str, Any]]:
-            out = [_proposal_to_json(p, layer) for p in ctx.propose(layer, base_ir, history, policy.k - (1 if control else 0))]
-            if control:
-                out += [_proposal_to_json(p, layer) | {"control": True}
-                        for p in ctx.propose(layer, ctx.ir_from_json(state["origin"]), history, 1)]
-            return out
-        proposals = _journaled(ctx, f"step{step_no}:proposals", produce)
-    except ctx.budget_errors as e:
-        stop_reason = f"budget: {e}"
-    except Exception as e:  # garbage reply, proposer crash: a recorded failed step, then retry
-        record["error"] = _one_line(f"{type(e).__name__}: {e}")
-        record["outcome"] = "bad_reply"
 
-    base_hash = base_ir.hash()
+def _step_work(state: AgentState, ctx: AgentContext, layer: str, proposals: list[dict[str, Any]] | None):
+    """The step's IR work as work(emit) for deadline.run_forked: proposals (unless journaled), then each
+    one prepared for the evaluator. Messages: phase, proposals, stopped, prepared."""
+    policy = Policy.from_json(state["policy"])
+    best = state["best"]
+
+    def work(emit: Emit) -> None:
+        base_ir = ctx.ir_from_json(state.get("base") or best["ir"])
+        props = proposals
+        if props is None:
+            emit({"kind": "phase", "what": f"{layer} proposer"})
+            spent0, trusted0 = _budget_spent(ctx), trusted_text_hashes()
+            try:
+                props = _propose(state, ctx, layer, policy, base_ir)
+            except ctx.budget_errors as e:
+                return emit({"kind": "stopped", "budget": True, "error": f"budget: {e}"})
+            except Exception as e:  # garbage reply, proposer crash: a recorded failed step, then retry
+                return emit({"kind": "stopped", "budget": False, "error": one_line(f"{type(e).__name__}: {e}")})
+            spent1 = _budget_spent(ctx)
+            emit({"kind": "proposals", "items": props, "trusted": sorted(trusted_text_hashes() - trusted0),
+                  "spent": {k: spent1[k] - spent0.get(k, 0) for k in spent1 if k != "minutes"}})
+        seen = set(state.get("seen", []))
+        for i, prop in enumerate(props):
+            emit({"kind": "phase", "what": f"preparing candidate {i} ({_rule_of(prop) or 'proposal'})", "index": i})
+            emit({"kind": "prepared", "index": i, **_prepare_one(ctx, base_ir, prop, seen, layer)})
+    return work
+
+
+def _propose(state: AgentState, ctx: AgentContext, layer: str, policy: Policy, base_ir: Any) -> list[dict[str, Any]]:
+    control = policy.control and _control_due(state, ctx, layer, base_ir, policy.k)
+    history = feedback_history(state.get("steps", []), policy.history_len)
+    out = [_proposal_to_json(p, layer) for p in ctx.propose(layer, base_ir, history, policy.k - (1 if control else 0))]
+    if control:
+        out += [_proposal_to_json(p, layer) | {"control": True}
+                for p in ctx.propose(layer, ctx.ir_from_json(state["origin"]), history, 1)]
+    return out
+
+
+def _rule_of(prop: dict[str, Any]) -> str | None:
+    return (prop.get("meta") or {}).get("rule") or (prop.get("ir", {}).get("notes") or {}).get("rule")
+
+
+def _candidate(i: int, prop: dict[str, Any], ctx: AgentContext) -> CandidateRecord:
+    meta = prop.get("meta", {})
+    cand = CandidateRecord(index=i, rationale=one_line(prop.get("rationale", ""), 600),
+                           proposer=str(meta.get("proposer", ctx.proposer_name)),
+                           prompt_hash=meta.get("prompt_hash"), tokens=meta.get("tokens"),
+                           cost_usd=meta.get("cost_usd"), cached=meta.get("cached"),
+                           replayed=meta.get("replayed"), valid=False, compiled=False, correct=False,
+                           failure=None, error=None, speedup=None, candidate_ms=None)
+    if prop.get("control"):
+        cand["control"] = True
+    return cand
+
+
+def _settle(ctx: AgentContext, spent: dict[str, float]) -> None:
+    """Put the forked proposer's spending (LLM calls, tokens, usd) on the run's budget."""
+    settle = getattr(ctx.budget, "settle", None)
+    for kind, amount in spent.items():
+        if amount and settle is not None:
+            settle(kind, amount)
+
+
+def _cut_off_text(got: Bounded, bound: str) -> str:
+    return f"step cut off after {got.elapsed_s:.0f} s ({bound}): {got.cut_off}"
+
+
+def _gather(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord, deadline: float | None,
+            bound: str) -> tuple[str | None, list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    """Run the step's IR work (bounded); journal the proposals; return (stop reason, proposals, prepared
+    by index). A cut-off is written to the record; one at a proposal marks that candidate."""
+    key = f"step{record['step']}:proposals"
+    proposals = ctx.journal.journal_get(ctx.run_id, key)
+    got = bounded_work(ctx, _step_work(state, ctx, layer, proposals), deadline)
+    stop: str | None = None
+    for m in got.messages:
+        if m["kind"] == "proposals":
+            proposals = m["items"]
+            ctx.journal.journal_put(ctx.run_id, key, proposals)
+            if ctx.clock is not None:  # spent and trusted in the forked child: bring both home
+                _settle(ctx, m["spent"])
+                adopt_trusted_text_hashes(m.get("trusted", []))
+        elif m["kind"] == "stopped" and m["budget"]:
+            stop = m["error"]
+        elif m["kind"] in ("stopped", "raised"):
+            record["error"] = one_line(m["error"] if m["kind"] == "stopped" else f"{m['type']}: {m['message']}")
+            record["outcome"] = "bad_reply"
+    prepared = {m["index"]: m for m in got.of_kind("prepared")}
+    if got.cut_off:
+        record["cut_off"] = record["error"] = _cut_off_text(got, bound)
+        phase = next((m for m in reversed(got.of_kind("phase"))), {})
+        if "index" in phase and proposals:
+            prepared[phase["index"]] = {"failure": "cut_off", "error": record["cut_off"],
+                                        "ir_summary": _origin_line(proposals[phase["index"]])}
+        elif got.cut_off_rule:
+            record["cut_off_rule"] = got.cut_off_rule
+        if not bound.startswith("step"):
+            stop = f"{bound} reached inside step {record['step']}"
+    return stop, list(proposals or []), prepared
+
+
+def _origin_line(prop: dict[str, Any]) -> str:
+    """What the history shows for a proposal cut off before it had a summary (its rule is then skipped)."""
+    knobs = (prop.get("meta") or {}).get("knobs") or {}
+    return f"(cut off) origin: {_rule_of(prop) or 'unknown'} knobs={json.dumps(knobs, sort_keys=True)}"
+
+
+def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord, proposals: list[dict[str, Any]],
+           prepared: dict[int, dict[str, Any]], seen: list[str], best: Best, deadline: float | None,
+           bound: str) -> tuple[str | None, Best, dict[str, Any] | None]:
+    """Evaluate the prepared candidates in order; accept the fastest correct one (or keep an enabling
+    rewrite as the base). Returns (stop reason, best, enabling IR)."""
+    step_no, enabling, t0 = record["step"], None, time.monotonic()
     for i, prop in enumerate(proposals):
-        if stop_reason:
-            break
-        meta = prop.get("meta", {})
-        cand = CandidateRecord(index=i, rationale=_one_line(prop.get("rationale", ""), 600),
-                               proposer=str(meta.get("proposer", ctx.proposer_name)),
-                               prompt_hash=meta.get("prompt_hash"), tokens=meta.get("tokens"),
-                               cost_usd=meta.get("cost_usd"), cached=meta.get("cached"),
-                               replayed=meta.get("replayed"), valid=False, compiled=False, correct=False,
-                               failure=None, error=None, speedup=None, candidate_ms=None)
-        if prop.get("control"):
-            cand["control"] = True
+        prep = prepared.get(i)
+        if prep is None:
+            break  # not reached before a cut-off
+        cand = _candidate(i, prop, ctx)
         record["candidates"].append(cand)
-        try:
-            ir = ctx.ir_from_json(prop["ir"])
-            cand["ir_hash"] = ir_hash = ir.hash()
-            cand["diff"] = base_ir.diff(ir)
-            cand["summary"] = _short_summary(ir, cand["diff"], layer)
-            # The IR's own account (loop nests, origin rule and knobs): what proposers read back as history.
-            cand["ir_summary"] = str(ir.summary(layer))
-        except Exception as e:
-            cand.update(failure="invalid", error=_one_line(f"unreadable IR: {type(e).__name__}: {e}"))
+        cand.update({k: prep[k] for k in ("ir_hash", "diff", "summary", "ir_summary", "failure", "error") if k in prep})
+        if prep.get("failure") in ("duplicate", "cut_off") or "ir_hash" not in prep:
             continue
-        if ir_hash == base_hash or ir_hash in seen:
-            cand.update(failure="duplicate", error="already evaluated")
-            continue
-        seen.append(ir_hash)
-        try:
-            problems = ir.validate(ctx.target)
-            if problems:
-                cand.update(failure="invalid", error=_one_line("; ".join(problems)))
-                continue
-            source = ir.to_tvmscript(ctx.target)
-        except Exception as e:  # IRApplyError and friends: feedback for the next proposal
-            cand.update(failure="invalid", error=_one_line(str(e) or type(e).__name__))
+        seen.append(prep["ir_hash"])
+        if not prep.get("valid"):
             continue
         cand["valid"] = True
+        if deadline is not None and time.monotonic() >= deadline:  # preparing used the step's time up
+            record["cut_off"] = record["error"] = f"step cut off ({bound}) before measuring candidate {i}"
+            cand.update(failure="cut_off", error=record["cut_off"])
+            return (None if bound.startswith("step") else f"{bound} reached inside step {step_no}"), best, enabling
+        key = f"step{step_no}:eval{i}"
         try:
-            if ctx.journal.journal_get(ctx.run_id, f"step{step_no}:eval{i}") is None:
+            if ctx.journal.journal_get(ctx.run_id, key) is None:
                 _charge_evaluation(ctx)  # a journaled (already paid) measurement is not charged again
-            res = _evaluate(ctx, f"step{step_no}:eval{i}", source, ctx.evaluate)
+            res = evaluate(ctx, key, prep["source"], ctx.evaluate, deadline)
         except (_BudgetStop, *ctx.budget_errors) as e:
-            cand.update(valid=True, failure="budget", error=_one_line(str(e)))
-            stop_reason = str(e) if isinstance(e, _BudgetStop) else f"budget: {e}"
-            break
+            cand.update(failure="budget", error=one_line(str(e)))
+            return (str(e) if isinstance(e, _BudgetStop) else f"budget: {e}"), best, enabling
         _fill_from_result(cand, res)
+        if res.get("failure") == "cut_off":
+            record["cut_off"] = record["error"] = (f"step cut off after {time.monotonic() - t0:.0f} s of measuring "
+                                                   f"({bound}): measurement of candidate {i} ({_rule_of(prop) or 'proposal'})")
+            return (None if bound.startswith("step") else f"{bound} reached inside step {step_no}"), best, enabling
         if cand["correct"] and cand.get("speedup") is not None and cand["speedup"] > best["speedup"]:
             record["accepted"] = i
             best = Best(ir=prop["ir"], speedup=float(cand["speedup"]), candidate_ms=cand.get("candidate_ms"),
@@ -218,35 +294,72 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
             # neutral rewrite on top of it, e.g. fusing the padding into the product, is not a base)
             record["base"] = i
             enabling = prop["ir"]
+    return None, best, enabling
 
-    # Feedback: classify the step and update this layer's counters (graph.decide reads them).
+
+def _stop_before_step(ctx: AgentContext) -> str | None:
+    try:
+        if ctx.budget is not None:
+            ctx.budget.check_time()
+    except ctx.budget_errors as e:
+        return f"budget: {e}"
+    return ctx.clock.search_over() if ctx.clock is not None else None
+
+
+def _classify(record: StepRecord, status: LayerStatus, stop_reason: str | None, policy: Policy) -> None:
+    """Feedback: the step's outcome and this layer's counters (graph.decide reads them)."""
     evaluated = [c for c in record["candidates"] if c.get("valid") and c.get("failure") != "budget"]
     fresh = [c for c in record["candidates"] if c.get("failure") != "duplicate"]
+    correct = any(c.get("correct") for c in record["candidates"])
     status["steps"] += 1
     if record.get("outcome") == "bad_reply":
         status["fails"] += 1
     elif stop_reason and not evaluated:
         record["outcome"] = "budget"
         status["steps"] -= 1  # nothing was tried: this step does not count against the layer
+    elif record.get("cut_off") and not correct:
+        record["outcome"] = "failed"  # retried with the cut-off fed back (an offline rule is then skipped)
+        status["fails"] += 1
     elif not fresh:
         record["outcome"] = "exhausted"
         status["exhausted"] = True
-    elif not any(c.get("correct") for c in record["candidates"]):
+    elif not correct:
         record["outcome"] = "failed"
         status["fails"] += 1
     else:
         status["fails"] = 0
-        gain_pct = (best["speedup"] / (record["best_before"] or 1.0) - 1.0) * 100.0
+        gain_pct = (record["best_after"] / (record["best_before"] or 1.0) - 1.0) * 100.0
         record["outcome"] = "improved" if gain_pct >= policy.plateau_pct else "no_gain"
         status["stall"] = 0 if record["outcome"] == "improved" else status["stall"] + 1
     if status["fails"] > policy.max_retries:
         status["exhausted"] = True
+
+
+def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, Any]:
+    """Run one propose/validate/evaluate/feedback step at `layer`; return the state update."""
+    t0 = time.monotonic()
+    policy = Policy.from_json(state["policy"])
+    best: Best = dict(state["best"])  # type: ignore[assignment]
+    layers = {name: LayerStatus(**st) for name, st in state["layers"].items()}
+    status = layers[layer]
+    seen = list(state.get("seen", []))
+    record = StepRecord(step=len(state.get("steps", [])) + 1, layer=layer, candidates=[], accepted=None, base=None,
+                        best_before=best["speedup"], best_after=best["speedup"], error=None)
+    enabling: dict[str, Any] | None = None
+    stop_reason = _stop_before_step(ctx)
+    deadline, bound = ctx.clock.step_deadline() if ctx.clock is not None else (None, "")
+    if stop_reason is None:
+        stop_reason, proposals, prepared = _gather(state, ctx, layer, record, deadline, bound)
+        if stop_reason is None:
+            judged, best, enabling = _judge(state, ctx, layer, record, proposals, prepared, seen, best, deadline, bound)
+            stop_reason = stop_reason or judged
+    record["best_after"] = best["speedup"]
+    _classify(record, status, stop_reason, policy)
     if record["accepted"] is not None:
         status["accepted"] += 1
         # A new base IR: the layers below get a fresh chance on it.
         for lower in LAYERS[LAYERS.index(layer) + 1:]:
             layers[lower].update(exhausted=False, stall=0, fails=0)
-    record["best_after"] = best["speedup"]
     record["budget_spent"] = _budget_spent(ctx)
     record["elapsed_s"] = round(time.monotonic() - t0, 3)
     update: dict[str, Any] = {"steps": [record], "best": best, "layers": layers, "seen": seen, "layer": layer}
@@ -259,58 +372,3 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
     if stop_reason:
         update["stop_reason"] = stop_reason
     return update
-
-
-def _source_digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-# Fresh worker and search disagreeing by more than this factor (either way) triggers two more fresh
-# measurements and the median run is reported: the same rule as experiments/offline_proposer_l1.py. At 2x,
-# 1.8x swings of 40-70 us kernels on this shared 2-core machine went unchecked.
-REMEASURE_DISAGREEMENT = 1.25
-
-
-def _disagrees(fresh: float | None, search: float, factor: float = REMEASURE_DISAGREEMENT) -> bool:
-    return fresh is not None and search > 0 and fresh > 0 and max(fresh / search, search / fresh) > factor
-
-
-def finalize(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    """Re-measure the best verified IR against the baseline in a fresh worker and record the result."""
-    from .trace import contributions  # pure helper; local import keeps nodes free of storage code
-
-    best = state["best"]
-    fn = ctx.remeasure or ctx.evaluate
-    remeasures: list[float | None] = []
-    try:
-        source = ctx.ir_from_json(best["ir"]).to_tvmscript(ctx.target)
-        res = _evaluate(ctx, "final:eval", source, fn)
-        remeasures.append(res.get("speedup"))
-        if _disagrees(res.get("speedup"), best["speedup"]):
-            # Search and fresh worker disagree (timing noise on a shared machine): measure twice more in
-            # fresh workers and report the median run, all three recorded.
-            runs = [res] + [_evaluate(ctx, f"final:eval{i}", source, fn) for i in (2, 3)]
-            remeasures = [r.get("speedup") for r in runs]
-            if all(r.get("correct") and r.get("speedup") for r in runs):
-                res = sorted(runs, key=lambda r: r["speedup"])[1]
-    except Exception as e:
-        source, res = "", {"compiled": False, "correct": False, "failure": "invalid",
-                           "error": _one_line(f"{type(e).__name__}: {e}")}
-    steps = state.get("steps", [])
-    final = {
-        "run_id": ctx.run_id, "task": state["task"], "target": state["target"], "proposer": state["proposer"],
-        "correct": bool(res.get("correct")), "compiled": bool(res.get("compiled")),
-        "failure": res.get("failure"), "error": res.get("error"),
-        "speedup": res.get("speedup"), "baseline": res.get("baseline", "tvm-naive"),
-        "candidate_ms": res.get("candidate_ms"), "baseline_ms": res.get("baseline_ms"),
-        "spread": res.get("spread"), "baseline_spread": res.get("baseline_spread"),
-        "search_speedup": best["speedup"], "best_step": best["step"], "best_layer": best["layer"],
-        "best_summary": best["summary"], "source_hash": res.get("candidate_hash") or (
-            _source_digest(source) if source else None),
-        "steps": len(steps), "evaluations": sum(1 for s in steps for c in s.get("candidates", [])
-                                                 if c.get("valid") and c.get("failure") != "budget"),
-        "stop_reason": state.get("stop_reason") or state.get("decision", {}).get("reason"),
-        "budget_spent": _budget_spent(ctx), "contributions": contributions(steps),
-        "remeasured_speedups": remeasures, "best_ir": best["ir"], "eval": res,
-    }
-    return {"final": final}

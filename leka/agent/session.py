@@ -28,6 +28,14 @@ class TuneOptions:
     trials: int = 5  # correctness trials per candidate
     baseline: str = "tvm-naive"
     tasks_paths: list[str] = field(default_factory=list)  # user task folders (--tasks)
+    # wall-clock bounds (leka.agent.deadline.Limits): per step, and per task (None: from the budget's minutes)
+    step_limit_s: float | None = None
+    task_limit_s: float | None = None
+
+    def limits(self) -> Any:
+        from .deadline import Limits
+
+        return Limits(step_s=self.step_limit_s, task_s=self.task_limit_s)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -73,31 +81,66 @@ def propose_fn(proposer: Any, task: Any, target: Any) -> Callable[..., list[Any]
     return propose
 
 
+def _kill_worker(evaluator: Any) -> None:
+    """Make an evaluation blocked past its deadline return: its worker dies, the call records a fault and
+    the evaluator starts a new worker on its next request."""
+    kill = getattr(getattr(evaluator, "worker", None), "kill", None)
+    if kill is not None:
+        kill()
+
+
 def evaluate_fn(evaluator: Any, task: Any, baseline: str) -> Callable[[str], dict[str, Any]]:
     def evaluate(source: str) -> dict[str, Any]:
         return evaluator.evaluate(task, source, baseline=baseline).to_json()
+    evaluate.cancel = lambda: _kill_worker(evaluator)  # type: ignore[attr-defined]
     return evaluate
 
 
 def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str) -> Callable[[str], dict[str, Any]]:
-    """Finalize's re-measure: a new Evaluator (new worker process) that lives for one evaluation."""
+    """Finalize's re-measure: a new Evaluator (new worker process) that lives for one evaluation, on new
+    inputs: the evaluator's fresh seed and its held-back input families (holdout)."""
+    from dataclasses import fields, replace
+
+    if "holdout" in {f.name for f in fields(config)}:
+        config = replace(config, holdout=True)
+    active: list[Any] = []
+
     def remeasure(source: str) -> dict[str, Any]:
         from leka.evaluator import Evaluator
 
         with Evaluator(target, config) as ev:
-            return ev.evaluate(task, source, baseline=baseline).to_json()
+            active.append(ev)
+            try:
+                return ev.evaluate(task, source, baseline=baseline).to_json()
+            finally:
+                active.remove(ev)
+    remeasure.cancel = lambda: [_kill_worker(ev) for ev in list(active)]  # type: ignore[attr-defined]
     return remeasure
 
 
+def _cancel_all(*fns: Any) -> Callable[[], None]:
+    def cancel() -> None:
+        for fn in fns:
+            if getattr(fn, "cancel", None) is not None:
+                fn.cancel()
+    return cancel
+
+
 def build_context(run_id: str, task: Any, target: Any, proposer: Any, evaluate: Callable[[str], dict[str, Any]],
-                  remeasure: Callable[[str], dict[str, Any]] | None, budget: Any, store: TraceStore) -> AgentContext:
+                  remeasure: Callable[[str], dict[str, Any]] | None, budget: Any, store: TraceStore,
+                  limits: Any = None) -> AgentContext:
+    """limits: leka.agent.deadline.Limits (default: the default step limit, task limit from the budget);
+    the run's clock starts here."""
     from leka.ir import CandidateIR
+
+    from .deadline import Limits, RunClock
 
     return AgentContext(run_id=run_id, task=task, target=target, propose=propose_fn(proposer, task, target),
                         evaluate=evaluate, remeasure=remeasure,
                         ir_from_json=lambda d: CandidateIR.from_json(d, task), journal=store, budget=budget,
                         proposer_name=getattr(proposer, "name", "?"), budget_errors=default_budget_errors(),
-                        initial_ir=CandidateIR.initial(task).to_json())
+                        initial_ir=CandidateIR.initial(task).to_json(),
+                        clock=RunClock(limits or Limits(), budget), cancel=_cancel_all(evaluate, remeasure))
 
 
 def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: TraceStore | None = None,
@@ -148,7 +191,7 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
     with ExitStack() as stack:
         evaluator = stack.enter_context(Evaluator(target, config))
         ctx = build_context(run_id, task, target, proposer, evaluate_fn(evaluator, task, opts.baseline),
-                            fresh_worker_fn(target, config, task, opts.baseline), budget, store)
+                            fresh_worker_fn(target, config, task, opts.baseline), budget, store, opts.limits())
         title = f"LEKA {'resuming ' if resume else ''}{run_id}: {task.id} on {target.name} — proposer {label}"
         view = progress(title) if progress is not None else NoProgress()
         final = drive(ctx, store, policy=opts.policy, resume=bool(resume), progress=view,

@@ -34,6 +34,12 @@ def register(sub) -> None:
     p.add_argument("--no-feedback", action="store_true",
                    help="show the proposer no history of earlier attempts (ablation)")
     p.add_argument("--trials", type=int, default=5, help="correctness trials per candidate (default 5)")
+    p.add_argument("--step-limit", type=float, metavar="S",
+                   help="cut a step off after S seconds, recorded, and go on (default: a quarter of the task "
+                        "limit, 30-120 s)")
+    p.add_argument("--task-limit", type=float, metavar="S",
+                   help="wall-clock bound of the whole run, finalize included (default: the budget's minutes "
+                        "+ 60 s, else 1800 s)")
     p.add_argument("--tasks", action="append", default=[], metavar="PATH", help="extra user task file/folder")
     p.add_argument("--resume", metavar="RUN", help="continue run RUN from its last checkpoint")
     p.add_argument("-o", "--output", metavar="FILE",
@@ -58,11 +64,15 @@ def _options(args):
             raise LekaError(f"{name} must be >= {low}")
     if args.plateau < 0:
         raise LekaError("--plateau must be >= 0")
+    for name, value in (("--step-limit", args.step_limit), ("--task-limit", args.task_limit)):
+        if value is not None and not value > 0:
+            raise LekaError(f"{name} must be > 0 seconds")
     policy = Policy(k=args.k, plateau_pct=args.plateau, plateau_steps=args.plateau_steps,
                     max_retries=args.max_retries, max_steps=args.max_steps, control=not args.no_control,
                     layers=args.layers, **({"history_len": 0} if args.no_feedback else {}))
     return TuneOptions(task_id=args.task, target=args.target, llm=args.llm, base_url=args.base_url,
-                       budget=args.budget, policy=policy, trials=args.trials, tasks_paths=list(args.tasks))
+                       budget=args.budget, policy=policy, trials=args.trials, tasks_paths=list(args.tasks),
+                       step_limit_s=args.step_limit, task_limit_s=args.task_limit)
 
 
 def run(args) -> int:

@@ -19,6 +19,16 @@ def _text_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def trusted_text_hashes() -> frozenset[str]:
+    return frozenset(_TRUSTED_TEXT_HASHES)
+
+
+def adopt_trusted_text_hashes(hashes: Any) -> None:
+    """Trust texts that the package's own rewrites produced in a forked child of this process (the agent
+    runs its proposer there under a deadline, leka.agent.deadline); never hashes from outside text."""
+    _TRUSTED_TEXT_HASHES.update(str(h) for h in hashes)
+
+
 def func_script(func: Any) -> str:
     """A PrimFunc as TVMScript that parses back. Variables are renamed to single definitions first: a
     schedule that inlines a block holding a Let into several consumers repeats its binding, which the

@@ -1,7 +1,8 @@
 """`leka bench run --method leka`: one LEKA agent run per attempt, as a bench method.
 
 Options (from `leka bench run`): llm, base_url (proposer; default the offline rules), k, plateau_pct,
-plateau_steps, max_retries, max_steps, control, layers ("schedule", "algorithm+schedule", ...: the
+plateau_steps, max_retries, max_steps, step_limit_s, task_limit_s (wall-clock bounds, leka.agent.deadline),
+control, layers ("schedule", "algorithm+schedule", ...: the
 layers walked), feedback (false: no history shown to the proposer), prompts (per-layer prompt variants
 of the LLM proposer, "schedule=v2,memory=v1"), agent_budget (a Budget spec applied to each attempt on
 top of the run's shared budget), baseline. The agent's run id is derived from the bench run, task and attempt,
@@ -23,7 +24,7 @@ class LekaMethod:
         from leka.proposers.prompting import parse_variants
 
         check_options(self.name, options, {"llm", "base_url", ATTEMPT_BUDGET, "baseline", "feedback", "prompts",
-                                           *Policy.__dataclass_fields__})
+                                           "step_limit_s", "task_limit_s", *Policy.__dataclass_fields__})
         self.options = options
         knobs = {k: options[k] for k in Policy.__dataclass_fields__ if k in options}
         if "control" in knobs:
@@ -37,6 +38,7 @@ class LekaMethod:
 
             raise LekaError(f"method leka: bad option value: {e}") from None
         self.prompt_variants = parse_variants(options.get("prompts"))
+        self.limits = _limits(options)
         self._proposer: Any = None
 
     def applies(self, task: Any, target: Any) -> str | None:
@@ -73,7 +75,8 @@ class LekaMethod:
                 _check_same_settings(run_id, earlier["options"], self.options)
             agent_ctx = build_context(run_id, task, target, self._proposer,
                                       evaluate_fn(ctx.evaluator, task, baseline),
-                                      fresh_worker_fn(target, ctx.evaluator.config, task, baseline), budget, store)
+                                      fresh_worker_fn(target, ctx.evaluator.config, task, baseline), budget, store,
+                                      self.limits)
             ctx.say(f"leka: {task.id} run {run_id} ({proposer_label(self._proposer)})")
             final = drive(agent_ctx, store, policy=self.policy, resume=resume, progress=NoProgress(),
                           options={"bench_run": ctx.run_id, "method_options": self.options},
@@ -119,6 +122,18 @@ def _check_same_settings(run_id: str, stored: dict[str, Any], options: dict[str,
     why = settings_mismatch({"options": stored.get("method_options", {})}, {"options": options})
     if why:
         raise SettingsMismatch(f"agent run {run_id} exists with other settings ({why}); use a new run id")
+
+
+def _limits(options: dict[str, Any]) -> Any:
+    """Wall-clock bounds per step and per task (seconds; defaults in leka.agent.deadline)."""
+    from leka.agent.deadline import Limits
+    from leka.errors import LekaError
+
+    try:
+        return Limits(**{key: float(options[opt]) for key, opt in (("step_s", "step_limit_s"), ("task_s", "task_limit_s"))
+                         if opt in options})
+    except ValueError as e:
+        raise LekaError(f"method leka: step_limit_s/task_limit_s must be seconds > 0: {e}") from None
 
 
 def _as_result(cand: dict[str, Any], task: Any, target: Any, baseline: str) -> dict[str, Any]:
