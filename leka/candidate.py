@@ -1,6 +1,8 @@
 """Candidate files: a TVMScript file (the flat form of the layered IR) with a header line
 ``# leka: task=ID target=PRESET`` naming its task and target. Only the header and the Python syntax are
-read here; the TVMScript itself is parsed by the evaluation worker, never in this process."""
+read here, within the size and nesting bounds of leka.evaluator.script_guard (a file too large or nested
+too deeply is one CandidateFormatError line, never a RecursionError); the TVMScript itself is checked
+against the allow-list and parsed by the evaluation worker, never in this process."""
 from __future__ import annotations
 
 import ast
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from leka.errors import CandidateFormatError
+from leka.evaluator.script_guard import ScriptRejected, parse_python
 
 HEADER_RE = re.compile(r"#\s*leka:\s*(.*)")
 
@@ -39,10 +42,9 @@ def load_candidate(path: str | Path) -> CandidateFile:
     except (OSError, UnicodeDecodeError) as e:
         raise CandidateFormatError(f"{path}: cannot read as text ({type(e).__name__})") from None
     try:
-        tree = ast.parse(source)  # syntax only: nothing is executed
-    except SyntaxError as e:
-        raise CandidateFormatError(f"{path} is not TVMScript: Python syntax error at line {e.lineno}: {e.msg}") \
-            from None
+        tree = parse_python(source)  # syntax only, bounded: nothing is executed
+    except ScriptRejected as e:
+        raise CandidateFormatError(f"{path} is not TVMScript: {e}") from None
     if not any(isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.decorator_list for n in tree.body):
         raise CandidateFormatError(f"{path} is not TVMScript: no @T.prim_func function or @I.ir_module class")
     h = parse_header(source)

@@ -45,20 +45,31 @@ class _Loaded:
 def _parse(source: str):
     import tvm
 
-    # The parser rejects import statements; files keep `from tvm.script import tirx as T` so they read as
-    # Python. Comment such lines out (line numbers in error messages stay right).
-    source = _IMPORT_RE.sub(lambda m: "# " + m.group(0), source)
+    from leka.evaluator.ir_policy import IRPolicyViolation, check_ir
+    from leka.evaluator.safe_parse import ScriptParseError, safe_from_source
+    from leka.evaluator.script_guard import ScriptRejected
+
+    # Candidate text is untrusted: the TVMScript subset is checked before TVM's parser sees it, the parser
+    # runs without builtins, and the parsed IR may call nothing outside the kernel (docs/evaluator.md).
     try:
-        obj = tvm.script.from_source(source)
-    except Exception as e:
-        raise _Stage("parse", f"not valid TVMScript: {one_line(e)}") from None
+        obj = safe_from_source(source)
+    except ScriptParseError as e:
+        raise _Stage("parse", str(e)) from None
+    except ScriptRejected as e:
+        raise _Stage("parse", f"rejected TVMScript: {e}") from None
     if isinstance(obj, tvm.tirx.PrimFunc):
-        return tvm.IRModule({"main": obj.with_attr("global_symbol", "main")})
-    if isinstance(obj, tvm.IRModule):
+        mod = tvm.IRModule({"main": obj.with_attr("global_symbol", "main")})
+    elif isinstance(obj, tvm.IRModule):
         if not any(gv.name_hint == "main" for gv in obj.functions):
             raise _Stage("parse", "the IRModule has no function named 'main'")
-        return obj
-    raise _Stage("parse", f"TVMScript parsed to {type(obj).__name__}, expected a PrimFunc or IRModule")
+        mod = obj
+    else:
+        raise _Stage("parse", f"TVMScript parsed to {type(obj).__name__}, expected a PrimFunc or IRModule")
+    try:
+        check_ir(mod)
+    except IRPolicyViolation as e:
+        raise _Stage("policy", str(e)) from None
+    return mod
 
 
 class _Stage(Exception):

@@ -15,16 +15,23 @@ from .errors import IRApplyError
 
 
 def parse_algorithm(text: str, task: Any) -> Any:
-    """TVMScript text -> PrimFunc 'main' with the task's signature (call only on trusted text or in the worker)."""
+    """TVMScript text -> PrimFunc 'main' with the task's signature. The text goes through the TVMScript
+    allow-list and the builtin-free parser (leka.evaluator.safe_parse) whether or not the package wrote
+    it; untrusted text is still parsed only in a subprocess (run_isolated) or the evaluation worker."""
     import tvm
+
+    from leka.evaluator.safe_parse import ScriptParseError, safe_from_source
+    from leka.evaluator.script_guard import ScriptRejected
 
     from .checks import check_signature
 
     try:
-        obj = tvm.script.from_source(text)
-    except Exception as e:
-        msg = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-        raise IRApplyError(f"algorithm text does not parse: {msg[-1] if msg else type(e).__name__}") from None
+        obj = safe_from_source(text)
+    except ScriptParseError as e:
+        raise IRApplyError(f"algorithm text does not parse: {str(e).removeprefix('not valid TVMScript: ')}") \
+            from None
+    except ScriptRejected as e:
+        raise IRApplyError(f"algorithm text rejected: {e}") from None
     if isinstance(obj, tvm.IRModule):
         names = [gv.name_hint for gv in obj.functions]
         if "main" not in names:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -13,20 +12,22 @@ from leka.tasks.task import FLOAT_DISTS, Task
 from leka.targets import get_target
 
 BASELINES = ("tvm-naive", "tvm-dlight")
-# The TVMScript parser rejects import statements; candidate files may keep them to read as Python.
-_IMPORT_RE = re.compile(r"^(from tvm(\.script)? import .*|import tvm.*)$", re.M)
 
 
 def parse_candidate(source: str):
-    """TVMScript text -> IRModule/PrimFunc, with a one-line error for anything else."""
-    import tvm
+    """TVMScript text -> IRModule/PrimFunc, with a one-line error for anything else. The text is outside
+    input: the TVMScript allow-list, the builtin-free parser and the IR call policy apply, as in the
+    evaluation worker (docs/evaluator.md, "Parsing and IR policy")."""
+    from leka.evaluator.ir_policy import IRPolicyViolation, check_ir
+    from leka.evaluator.safe_parse import safe_from_source
+    from leka.evaluator.script_guard import ScriptRejected
 
     try:
-        return tvm.script.from_source(_IMPORT_RE.sub(lambda m: "# " + m.group(0), source))
-    except Exception as e:  # noqa: BLE001 - the parser raises several error types
-        from leka.compiler import first_line
-
-        raise CandidateFormatError(f"candidate is not valid TVMScript: {first_line(e)}") from None
+        parsed = safe_from_source(source)
+        check_ir(parsed)
+    except (ScriptRejected, IRPolicyViolation) as e:
+        raise CandidateFormatError(f"candidate is not accepted TVMScript: {e}") from None
+    return parsed
 
 
 def check_signature(task: Task, params: list[tuple[str, tuple[int, ...], str]]) -> None:
