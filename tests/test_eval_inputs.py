@@ -141,26 +141,24 @@ def test_memorised_answers_fail_on_fresh_inputs_and_replay_reproduces(ev):
         assert timed.failure == "wrong" and timed.stage == "timing", (timed.status, timed.error)
 
 
-def _softmax_wrong_on_sorted_rows() -> str:
-    """Correct softmax except on rows whose first ten values ascend (1 in 3.6 million random rows; every
-    row of the held-back `sorted` family)."""
+def _softmax_wrong_on_quiet_rows() -> str:
+    """Correct softmax except on rows whose first 32 values are nearly all (28+) within 0.2 of zero: never
+    in the search's families (at most ~35 % of their values are that small), on most rows of the
+    held-back `spikes` family (a quiet background with rare spikes)."""
     src = (CORPUS / "correct_naive.py").read_text()
-    terms = [f"X[v_i, {k}] < X[v_i, {k + 1}]" for k in range(9)]
-    cond = terms[0]
-    for t in terms[1:]:
-        cond = f"T.And({cond}, {t})"
+    quiet = " + ".join(f"T.if_then_else(T.fabs(X[v_i, {k}]) < T.float32(0.2), 1, 0)" for k in range(32))
     old = "Y[v_i, v_j] = exp[v_i, v_j] / rowsum[v_i]"
     assert old in src
-    return src.replace(old, f"Y[v_i, v_j] = T.if_then_else({cond}, T.float32(0.5), exp[v_i, v_j] / rowsum[v_i])")
+    return src.replace(old, f"Y[v_i, v_j] = T.if_then_else({quiet} >= 28, T.float32(0.5), exp[v_i, v_j] / rowsum[v_i])")
 
 
 def test_held_back_inputs_judge_without_leaking_values(ev):
     task = get_task("ex-softmax-512x384")
-    hack = _softmax_wrong_on_sorted_rows()
+    hack = _softmax_wrong_on_quiet_rows()
     assert ev.evaluate(task, hack).correct  # the search's inputs never show the flaw
     res = ev.evaluate(task, hack, holdout=True)
     assert res.failure == "wrong" and res.holdout and "held-back inputs" in res.error, res.error
-    assert "got" not in res.error and "expected" not in res.error and "sorted" not in res.error
+    assert "got" not in res.error and "expected" not in res.error and "spikes" not in res.error
     assert res.mismatches == [] and res.mismatch_count > 0
     ok = ev.evaluate(task, (CORPUS / "correct_naive.py").read_text(), holdout=True)
     assert ok.correct and ok.trials == 5 + len(ev.config.holdout_dists)

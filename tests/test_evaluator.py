@@ -97,7 +97,7 @@ def test_timing_gives_speedup_against_baseline():
     # that times the wrong thing (this machine is shared: timing precision belongs in experiments/).
     assert 0.2 < res.speedup < 5.0
     assert set(res.to_json()) >= {"compiled", "correct", "failure", "error", "speedup", "baseline",
-                                  "candidate_ms", "baseline_ms", "spread"}
+                                  "candidate_ms", "baseline_ms", "spread", "input_seed", "holdout"}
 
 
 def test_worker_thread_pool_matches_the_targets_cores(ev, monkeypatch):
