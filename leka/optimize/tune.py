@@ -62,7 +62,7 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     final = samples[-1] if samples else None
     res = final.result if final is not None else {}
     meta = final.meta if final is not None else {}
-    ok = bool(res.get("correct")) and (res.get("speedup") or 0) > noise_floor(res) and bool(final and final.source)
+    ok = is_winner(res) and bool(final and final.source)
     detail = {"budget": job.budget, "spent": budget.spent(), "failure": res.get("failure"),
               "error": (res.get("error") or "")[:300], "search_speedup": meta.get("search_speedup"),
               "stop_reason": meta.get("stop_reason"), "correct": res.get("correct"),
@@ -73,8 +73,24 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
 
 
 def noise_floor(res: dict[str, Any]) -> float:
-    """The speedup a winner must exceed: MIN_SPEEDUP, or more when either side's timing spread is wider."""
-    return max(MIN_SPEEDUP, 1.0 + (res.get("spread") or 0.0) + (res.get("baseline_spread") or 0.0))
+    """The speedup a winner must exceed: MIN_SPEEDUP, raised by the uncertainty of the two medians (their
+    relative IQRs over sqrt(rounds)), so a loaded machine asks for a clearer gain."""
+    rounds = max(int(res.get("rounds") or 1), 1)
+    spread = (res.get("spread") or 0.0) + (res.get("baseline_spread") or 0.0)
+    return max(MIN_SPEEDUP, 1.0 + 1.5 * spread / rounds ** 0.5)
+
+
+def settled_default(w: Winner) -> bool:
+    """A kept default is worth remembering only when the attempt ran and found no gain; a failed attempt
+    (crash, timeout) or a gain lost in the noise is tried again by the next run."""
+    return bool(w.detail.get("correct")) and (w.detail.get("measured_speedup") or 0) <= MIN_SPEEDUP
+
+
+def is_winner(res: dict[str, Any]) -> bool:
+    """Correct, faster than the noise floor, and the per-round paired ratios agree (when recorded)."""
+    paired = ((res.get("detail") or {}).get("timing") or {}).get("paired_speedup_median")
+    return (bool(res.get("correct")) and (res.get("speedup") or 0) > noise_floor(res)
+            and (paired is None or paired > MIN_SPEEDUP))
 
 
 def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,
@@ -105,7 +121,7 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
                 except Exception as e:  # a method that crashed: the default build stays, the reason is kept
                     w = Winner(p.spec.key, p.spec.task_id, None, None, None, None, method, run_id, None,
                                {"error": f"{type(e).__name__}: {str(e)[:300]}", "budget": p.budget})
-                if w.source or w.detail.get("correct"):  # a failed attempt (crash, timeout) is retried next run
+                if w.source or settled_default(w):
                     db.put(w, tkey)
                 done[p.spec.key] = w
                 on_event(p.spec.key, "done", w)
