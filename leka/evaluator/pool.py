@@ -55,9 +55,8 @@ class Worker:
             # hardware_concurrency() halved on x86 (it assumes SMT): on a 2-core, 1-thread-per-core machine
             # a parallel loop would run on one thread. The target's core count is what it is measured on.
             extra["TVM_NUM_THREADS"] = str(self.threads)
-        argv = [sys.executable, "-m", "leka.evaluator.worker", "--in", str(req_r), "--out", str(rep_w)]
         try:
-            self._sandbox = Sandbox(argv, env=worker_env(extra), limits=self.limits, log_fd=log_fd,
+            self._sandbox = Sandbox(self.command(req_r, rep_w), env=worker_env(extra), limits=self.limits, log_fd=log_fd,
                                     pass_fds=(req_r, rep_w))
         finally:
             for fd in (req_r, rep_w, log_fd):
@@ -66,6 +65,10 @@ class Worker:
         os.set_blocking(rep_r, False)
         self._to_worker, self._from_worker = req_w, rep_r
         self.starts += 1
+
+    def command(self, fd_in: int, fd_out: int) -> list[str]:
+        """The worker's command line: it reads requests from fd_in and writes replies to fd_out."""
+        return [sys.executable, "-m", "leka.evaluator.worker", "--in", str(fd_in), "--out", str(fd_out)]
 
     @property
     def alive(self) -> bool:

@@ -223,9 +223,9 @@ class Sandbox:
     """One sandboxed process tree: ``argv`` run under bwrap with the limits, the fds in ``pass_fds`` inherited."""
 
     def __init__(self, argv: list[str], *, env: dict[str, str], limits: Limits, log_fd: int,
-                 pass_fds: tuple[int, ...] = (), cwd: str | None = None):
+                 pass_fds: tuple[int, ...] = (), cwd: str | None = None, how: Plan | None = None):
         self.sandboxed = not disabled()
-        self.plan = plan() if self.sandboxed else None
+        self.plan = (how or plan()) if self.sandboxed else None
         cwd = cwd or os.getcwd()
         prefix: list[str] = []
         info_r = info_w = -1
@@ -309,6 +309,14 @@ class Sandbox:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        for _ in range(500):  # the kernel tears the namespace down asynchronously: wait until it is empty
+            left = self.pids()
+            if not left:
+                break
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
         if self.cgroup is not None:
             self.cgroup.remove()
 

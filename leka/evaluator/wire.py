@@ -40,7 +40,7 @@ def _flatten(obj: Any, arrays: list[np.ndarray], depth: int = 0) -> Any:
     if isinstance(obj, np.ndarray):
         if str(obj.dtype) not in DTYPES:
             raise WireError(f"array dtype {obj.dtype} is not sent over the wire")
-        arrays.append(np.ascontiguousarray(obj))
+        arrays.append(obj if obj.flags.c_contiguous else obj.copy(order="C"))  # (ascontiguousarray makes 0-d 1-d)
         return {_ND: len(arrays) - 1}
     if isinstance(obj, dict):
         if _ND in obj or _ARRAYS in obj:

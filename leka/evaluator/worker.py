@@ -156,17 +156,25 @@ def _run_trials(loaded: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
 
 def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     from leka.evaluator.timing import alternate
+    from leka.runners.poison import array, roll_axis, rolled
 
-    args, trial = req["args"], req["timing_inputs"]
+    args, trial = req["args"], [np.asarray(a) for a in req["timing_inputs"]]
     outs_spec = [a for a in args if a[3] == "output"]
-    rng = np.random.default_rng(1)
-    for side in (cand, base):
-        side.exec.upload(list(trial) + [_fill(s, "nan", rng) for s in outs_spec])
-    # The output buffers are refilled with poison before every timed run (not timed): a kernel that
-    # reuses the previous run's answer does not find it there.
     poison = list(range(len(trial), len(trial) + len(outs_spec)))
+    fills = [array(s[1], s[2]) for s in outs_spec]
+    # Before every timed run the runner's preproc poisons the outputs and rolls the inputs by one row
+    # (leka.runners.poison), so no run finds a previous answer. The rounds run on the inputs flipped along
+    # the roll axis: the kernel never sees the parent's inputs until the check below.
+    rolls = all(getattr(side.exec, "rolls_inputs", False) for side in (cand, base))
+    flipped = [np.ascontiguousarray(np.flip(a, roll_axis(a.shape))) if rolls and roll_axis(a.shape) is not None
+               else a for a in trial]
+    for side in (cand, base):
+        side.exec.upload(flipped + fills)
     timed = alternate(cand.exec, base.exec, poison=poison, **req["timing"])
-    # Re-read the candidate's outputs after the timing loop: the parent checks them against the reference.
+    # One more timed run whose preproc turns the inputs into the parent's own (and poisons the outputs):
+    # what it leaves is checked by the parent against their reference, inputs included.
+    cand.exec.upload(([rolled(a, -1) for a in trial] if rolls else trial) + fills)
+    cand.exec.time(1, poison)
     after = cand.exec.download()
     return {"ok": True, **timed, "outputs_after": after[len(trial):], "inputs_after": after[:len(trial)]}
 

@@ -109,19 +109,43 @@ class OpenCLLoaded:
         self.queue.finish()
         return out
 
+    rolls_inputs = True  # time(…, poison) rolls the inputs before every run, as the TVM runners do
+
+    def _preproc(self, poison: Sequence[int]) -> list:
+        """Per run, untimed: poison the outputs, roll every input by one row (leka.runners.poison) into a
+        spare buffer that then takes its place."""
+        from .poison import roll_axis, value
+
+        cl, steps = self.cl, []
+        for i, (host, (_n, shape, dtype)) in enumerate(zip(self.host, self.params)):
+            if not host.nbytes:
+                continue
+            if i in poison:
+                pattern = np.asarray(value(dtype), dtype=dtype)
+                steps.append(lambda i=i, p=pattern: cl.enqueue_fill_buffer(self.queue, self.buffers[i], p, 0,
+                                                                            self.host[i].nbytes))
+            elif roll_axis(shape) is not None:
+                row = int(np.prod(shape[roll_axis(shape) + 1:], dtype=np.int64)) * host.itemsize
+                spare = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, host.nbytes)
+                steps.append(lambda i=i, row=row, box=[spare]: self._roll(i, row, box))
+        return steps
+
+    def _roll(self, i: int, row: int, box: list) -> None:
+        src, dst, total = self.buffers[i], box[0], self.host[i].nbytes
+        self.cl.enqueue_copy(self.queue, dst, src, byte_count=total - row, src_offset=row, dst_offset=0)
+        self.cl.enqueue_copy(self.queue, dst, src, byte_count=row, src_offset=0, dst_offset=total - row)
+        self.buffers[i], box[0] = dst, src
+
     def time(self, number: int, poison: Sequence[int] = ()) -> float:
         """Mean wall time per run over `number` runs, each synchronised (launch cost included, as TVM's
-        time_evaluator includes it on other devices). The buffers at positions `poison` are refilled with
-        poison before every run, untimed, so a kernel never finds its previous answer there."""
-        from .poison import value
-
+        time_evaluator includes it on other devices). With `poison` (the output positions), before every
+        run and untimed: outputs poisoned, inputs rolled, so a kernel never finds its previous answer."""
         self.run()  # warm-up: first launch pays PoCL's kernel JIT
-        patterns = [(self.buffers[i], np.asarray(value(self.params[i][2]), dtype=self.params[i][2]))
-                    for i in poison if self.host[i].nbytes]
+        steps = self._preproc(poison) if poison else []
         total = 0.0
         for _ in range(max(1, number)):
-            for buf, pattern in patterns:
-                self.cl.enqueue_fill_buffer(self.queue, buf, pattern, 0, buf.size)
+            for step in steps:
+                step()
             self.queue.finish()
             t0 = time.perf_counter()
             self._enqueue()

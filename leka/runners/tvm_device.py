@@ -46,10 +46,16 @@ class TVMLoaded:
         self.dev.sync()
         return [t.numpy() for t in self.tensors] + [o.numpy() for o in self.outputs]
 
+    @property
+    def rolls_inputs(self) -> bool:
+        """Whether time(…, poison) also rolls the inputs before every run (kernels; not graphs)."""
+        return self.vm is None
+
     def timer(self, number: int, poison: Sequence[int] = ()):
         """The loaded library's own time_evaluator (a C++ loop: nothing in Python is timed). Kernels: one
-        call per repeat, the params at positions `poison` refilled before each (untimed); graphs return
-        fresh outputs, so `number` back-to-back calls."""
+        call per repeat; with `poison` (the output positions) a preproc of ours runs before each, untimed:
+        outputs poisoned, inputs rolled (leka.runners.poison). Graphs allocate fresh outputs on every call:
+        `number` back-to-back calls."""
         if self.vm is not None:
             return self.vm.time_evaluator("main", self.dev, number=number, repeat=1)
         from .poison import preproc

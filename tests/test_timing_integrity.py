@@ -1,0 +1,186 @@
+"""Timing the candidate cannot influence: the timed callable is the loaded library's own time_evaluator, and
+before every timed run a preproc of ours poisons the outputs and rolls the inputs, so a kernel that reuses a
+previous run's answer (found in its output, or cached in a scratch buffer) is timed doing the work. A worker
+reply whose timings do not fit the wall clock is rejected."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tvm
+
+from leka.compiler import build
+from leka.evaluator import EvalConfig, Evaluator
+from leka.evaluator.pool import Worker
+from leka.evaluator.timing import alternate, plausible
+from leka.remote.job import parse_candidate
+from leka.runners import get_runner
+from leka.runners.poison import rolled
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sig(n: int) -> str:
+    return (f'def main(A: T.Buffer(({n}, {n}), "float32"), B: T.Buffer(({n}, {n}), "float32"), '
+            f'C: T.Buffer(({n}, {n}), "float32")):\n    T.func_attr({{"tirx.noalias": True}})\n')
+
+
+def _matmul(n: int, indent: str = "    ") -> str:
+    lines = [f"for i, j in T.grid({n}, {n}):", "    C[i, j] = T.float32(0.0)", f"    for k in range({n}):",
+             "        C[i, j] = C[i, j] + A[i, k] * B[k, j]"]
+    return "".join(indent + ln + "\n" for ln in lines)
+
+
+def honest(n: int = 128) -> str:
+    return "@T.prim_func\n" + _sig(n) + _matmul(n)
+
+
+def reuse(n: int = 128) -> str:
+    """Computes C[0, 0] alone; when the output already holds it (bit for bit), skips the rest."""
+    return "@T.prim_func\n" + _sig(n) + f"""    s = T.decl_buffer((1,), "float32", scope="local")
+    s[0] = T.float32(0.0)
+    for k in range({n}):
+        s[0] = s[0] + A[0, k] * B[k, 0]
+    if T.reinterpret("int32", C[0, 0]) != T.reinterpret("int32", s[0]):
+""" + _matmul(n, "        ")
+
+
+# Keeps its answer in a heap scratch buffer keyed by a few input elements (the allocator hands the same
+# memory back on the next call), and copies it out when they match.
+CACHE = "@T.prim_func\n" + _sig(128) + """    cache = T.decl_buffer((16400,), "float32")
+    if cache[0] == A[0, 0] and cache[1] == A[77, 5] and cache[2] == B[3, 100] and cache[3] == T.float32(4242.0):
+        for i, j in T.grid(128, 128):
+            C[i, j] = cache[16 + i * 128 + j]
+    else:
+""" + _matmul(128, "        ") + """        for i, j in T.grid(128, 128):
+            cache[16 + i * 128 + j] = C[i, j]
+        cache[0] = A[0, 0]
+        cache[1] = A[77, 5]
+        cache[2] = B[3, 100]
+        cache[3] = T.float32(4242.0)
+"""
+
+
+def _loaded(source: str):
+    ld = get_runner("host-cpu").load(build(parse_candidate(source), "host-cpu"))
+    rng = np.random.default_rng(0)
+    ins = [rng.standard_normal((128, 128)).astype(np.float32) for _ in range(2)]
+    ld.upload(ins + [np.zeros((128, 128), np.float32)])
+    return ld, ins
+
+
+def _best(ld, poison, n: int = 10, tries: int = 3) -> float:
+    return min(ld.time(n, poison) for _ in range(tries))
+
+
+def test_timed_callable_is_the_librarys_time_evaluator_with_our_preproc(monkeypatch):
+    ld, ins = _loaded(honest())
+    seen = []
+    real = tvm.runtime.Module.time_evaluator
+
+    def spy(self, func_name, dev, **kw):
+        seen.append((self, func_name, kw))
+        return real(self, func_name, dev, **kw)
+
+    monkeypatch.setattr(tvm.runtime.Module, "time_evaluator", spy)
+    assert ld.time(3, [2]) > 0
+    (mod, name, kw), = seen
+    assert mod.same_as(ld.artifact.executable.mod) and name == ld.artifact.entry
+    assert kw["number"] == 1 and kw["repeat"] == 3 and kw["f_preproc"].startswith("leka.preproc.")
+    # The preproc ran before each of the 3 timed calls: inputs rolled 3 rows, outputs their product.
+    a, b, c = ld.download()
+    np.testing.assert_array_equal(a, rolled(ins[0], 3))
+    np.testing.assert_array_equal(b, rolled(ins[1], 3))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_alternate_times_only_through_the_runner():
+    calls = []
+
+    class Fake:
+        def __init__(self, name):
+            self.name = name
+
+        def run(self):
+            calls.append((self.name, "run"))
+
+        def time(self, number, poison=()):
+            calls.append((self.name, "time", number, tuple(poison)))
+            return 1e-3
+
+    out = alternate(Fake("c"), Fake("b"), poison=[2], min_rounds=3, max_rounds=3, min_time_s=0, min_run_ms=2.0)
+    assert out["candidate_n"] == out["baseline_n"] == 2 and len(out["candidate_s"]) == 3
+    assert {c[1] for c in calls} == {"run", "time"} and all(c[3] == (2,) for c in calls if c[1] == "time")
+
+
+@pytest.mark.parametrize("hack", [reuse(), CACHE], ids=["output-reuse", "scratch-cache"])
+def test_answer_reusing_kernels_are_timed_doing_the_work(hack):
+    fair, _ = _loaded(honest())
+    cheat, _ = _loaded(hack)
+    t_honest = _best(fair, [2])
+    # Without the preproc (the old protocol) the trick works: the kernel is timed skipping the work ...
+    assert _best(cheat, ()) < t_honest / 5
+    # ... with it, every timed run does the work.
+    assert _best(cheat, [2]) > t_honest / 2
+
+
+def test_output_reuse_kernel_through_the_evaluator_is_timed_doing_the_work():
+    from leka.tasks import get_task
+
+    task = get_task("ex-matmul-256")
+    cfg = EvalConfig(trials=2, min_rounds=3, min_time_s=0.05)
+    header = "# leka: task=ex-matmul-256 target=host-cpu\n"
+    with Evaluator("host-cpu", cfg) as ev:
+        h = ev.evaluate(task, header + honest(256))
+        r = ev.evaluate(task, header + reuse(256))
+    assert h.correct and h.speedup, h.error
+    assert r.correct, (r.status, r.error)  # its answers are right: only its timing could be wrong
+    assert r.speedup < 2 * h.speedup, (r.speedup, h.speedup)
+
+
+def test_plausibility_of_timing_replies():
+    honest = {"candidate_s": [1e-3] * 10, "baseline_s": [2e-3] * 10, "candidate_n": 2, "baseline_n": 1}
+    assert plausible(honest, 0.3, 2.0) is None
+    faked = {**honest, "candidate_s": [1e-6] * 10}
+    assert "inconsistent with wall clock" in plausible(faked, 0.3, 2.0)  # rounds far shorter than calibrated
+    assert "inconsistent with wall clock" in plausible({**faked, "baseline_s": [1e-6] * 10}, 2.0)
+    assert "inconsistent with wall clock" in plausible({**honest, "baseline_s": [1.0] * 10}, 0.3)  # inflated
+    assert "no runs" in plausible({"candidate_s": [], "baseline_s": []}, 0.3)
+
+
+class FakingWorker(Worker):
+    """A compromised worker: reports the candidate 1000x faster than it ran (the runs per round unchanged)."""
+
+    def request(self, req, timeout_s):
+        reply = super().request(req, timeout_s)
+        if req.get("op") == "time" and reply.get("ok"):
+            reply["candidate_s"] = [t / 1000 for t in reply["candidate_s"]]
+        return reply
+
+
+def test_a_faked_timing_reply_is_rejected():
+    from leka.tasks import get_task
+
+    task = get_task("ex-softmax-512x384")
+    src = (ROOT / "tests" / "corpus" / "correct_naive.py").read_text()
+    ev = Evaluator("host-cpu", EvalConfig(trials=1, min_rounds=3, min_time_s=0.02))
+    ev.worker = FakingWorker(ev.config.mem_limit_gb, ev.threads)
+    with ev:
+        res = ev.evaluate(task, src)
+    assert res.failure == "wrong" and "inconsistent with wall clock" in res.error, (res.status, res.error)
+
+
+@pytest.mark.skipif(not __import__("leka.targets", fromlist=["get_target"]).get_target("opencl-pocl").runnable,
+                    reason="no OpenCL device (PoCL)")
+def test_opencl_runner_rolls_inputs_and_poisons_outputs_between_timed_runs():
+    art = build(parse_candidate((ROOT / "examples" / "opencl-pocl" / "matmul.py").read_text()), "opencl-pocl")
+    ld = get_runner("opencl-pocl").load(art)
+    rng = np.random.default_rng(0)
+    ins = [rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2)]
+    ld.upload(ins + [np.zeros((256, 256), np.float32)])
+    assert ld.rolls_inputs and ld.time(3, [2]) > 0
+    a, b, c = ld.download()
+    np.testing.assert_array_equal(a, rolled(ins[0], 3))
+    np.testing.assert_array_equal(b, rolled(ins[1], 3))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
