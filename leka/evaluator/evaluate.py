@@ -64,6 +64,12 @@ class Evaluator:
         self.worker.close()
         self.inputs.close()
 
+    def make_trials(self, task: Task, *, holdout: bool | None = None, measure: bool = False) -> TrialSet:
+        """A fresh TrialSet (its seed in .seed) for trusted code that checks outputs in this process, such as
+        the onnxruntime method; candidates are judged by evaluate()."""
+        _seed, made = self.inputs.start(task, self.config.holdout if holdout is None else holdout, measure)
+        return made.result()
+
     def baseline_source(self, task: Task, name: str) -> tuple[str, str]:
         """(label, TVMScript) of a named baseline for this task and target."""
         key = (task.id, name)
