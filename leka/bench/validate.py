@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from leka.errors import LekaError
+
 
 @dataclass
 class ValidationReport:
@@ -22,6 +24,14 @@ class ValidationReport:
                 "failed": len(self.failures), "results": self.results}
 
 
+# A definition whose weights are module constants prints them as metadata[...] references, which TVMScript
+# text (every candidate and baseline is text) cannot carry.
+CONSTANTS_MARK = 'metadata["'
+CONSTANTS_FIX = ("the definition holds weights as module constants (metadata[...]), which TVMScript text cannot "
+                 "carry: make ONNX tasks with leka.tasks.onnx_task.onnx_task(PATH, ...), which passes them as "
+                 "inputs (docs/tasks.md)")
+
+
 def validate_tasks(tasks: Sequence[Any], target: Any, trials: int = 3,
                    on_result: Callable[[dict[str, Any]], None] | None = None) -> ValidationReport:
     from leka.compiler import default_schedule
@@ -35,6 +45,8 @@ def validate_tasks(tasks: Sequence[Any], target: Any, trials: int = 3,
             t1 = time.perf_counter()
             try:
                 src = default_schedule(task.build(), target, rules="naive").script()
+                if CONSTANTS_MARK in src:
+                    raise LekaError(CONSTANTS_FIX)
                 res = ev.evaluate(task, src, measure=False)
                 built_only = res.status == "build_only"
                 ok = res.compiled and (res.correct is True or built_only) and res.failure is None
