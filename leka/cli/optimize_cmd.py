@@ -7,7 +7,7 @@ def register(sub) -> None:
         "optimize", help="optimise a whole ONNX model for a target: tuned kernels, verified vs ONNX Runtime",
         description="Import MODEL (ONNX) through TVM Relax, fuse it into kernels, profile the default build, "
                     "split the budget over the kernels by their share of the end-to-end time (kernels under "
-                    "2 %% get nothing), tune each with --method (default: the LEKA agent, offline proposer "
+                    "2 % get nothing), tune each with --method (default: the LEKA agent, offline proposer "
                     "unless --llm), rebuild the model with the verified winners, check it against ONNX Runtime "
                     "on random inputs from several distributions, and write OUT: model.so (TVM runtime "
                     "library), manifest.json, report.md, report.html. Winners are kept in a tuning database so "
@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.add_argument("--budget", default="minutes=10",
                    help="whole-model limits split over the kernels, e.g. minutes=10 or compiles=100,measurements=100 "
                         "(default minutes=10)")
-    p.add_argument("--method", default="leka", help="tuning method, any of `leka bench methods` (default leka)")
+    p.add_argument("--method", default="leka", help="tuning method: leka (default), tvm-dlight, metaschedule ... (`leka bench run --method list` lists them)")
     p.add_argument("--llm", metavar="PROVIDER:MODEL", help="model proposer for the leka method (default: offline)")
     p.add_argument("--base-url", help="OpenAI-compatible server URL for --llm compat:MODEL")
     p.add_argument("--jobs", type=int, default=1, help="kernels tuned in parallel worker processes (default 1)")

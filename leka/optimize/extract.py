@@ -64,7 +64,7 @@ def call_counts(mod: Any) -> dict[str, tuple[int, int]]:
 
 
 def kernel_specs(mod: Any) -> list[KernelSpec]:
-    """The model's distinct kernels, in first-call order, each with its weight."""
+    """The model's distinct kernels (module order), each with its weight (call sites in all)."""
     import tvm
     import tvm_ffi
 
