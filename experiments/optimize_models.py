@@ -32,7 +32,8 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--time", type=float, default=2.0, help="seconds per build in the latency comparison")
     ap.add_argument("--db", help="tuning db (default: a fresh one in the output folder, so nothing is reused)")
-    ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / f"optimize_models_{time.strftime('%Y-%m-%d')}"))
+    ap.add_argument("--out", default=str(ROOT / "experiments" / "results" /
+                                         f"optimize_models_{time.strftime('%Y-%m-%d')}"))
     args = ap.parse_args()
 
     out = Path(args.out)
@@ -55,7 +56,8 @@ def main() -> int:
             continue
         m = json.loads((art / "manifest.json").read_text())
         lat = {k: v["median_ms"] for k, v in (m.get("latency") or {}).items()}
-        row = {"model": name, "wall_s": wall, "latency_ms": lat, "spread": {k: v["iqr_rel"] for k, v in m["latency"].items()},
+        row = {"model": name, "wall_s": wall, "latency_ms": lat,
+               "spread": {k: v["iqr_rel"] for k, v in m["latency"].items()},
                "kernels_replaced": sum(1 for k in m["kernels"] if k["decision"].endswith("replaced")),
                "kernels": len(m["kernels"]), "budget_spent": m["budget"]["spent"],
                "max_abs_err": m["verification"].get("max_abs_err"), "load_after": os.getloadavg()[0]}
@@ -81,7 +83,8 @@ def _line(r: dict) -> str:
 def _table(rows: list[dict], args: argparse.Namespace) -> str:
     head = ("| model | optimized ms | tvm-naive ms | tvm-dlight ms | ONNX Runtime ms | opt/ORT | opt/naive | "
             "kernels replaced | wall min |\n|---|---|---|---|---|---|---|---|---|")
-    lines = [f"# leka optimize vs ONNX Runtime (budget {args.budget}, method {args.method}, jobs {args.jobs})", "", head]
+    title = f"# leka optimize vs ONNX Runtime (budget {args.budget}, method {args.method}, jobs {args.jobs})"
+    lines = [title, "", head]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['model']} | failed: {r['error']} |||||||| {r['wall_s'] / 60:.1f} |")

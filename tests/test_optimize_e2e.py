@@ -27,7 +27,8 @@ def gemv_model(path: Path) -> Path:
     for i, (k, n) in enumerate(((1024, 1024), (1024, 1024), (1024, 16))):
         inits += [numpy_helper.from_array((rng.standard_normal((k, n)) * (2 / k) ** 0.5).astype(np.float32), f"w{i}"),
                   numpy_helper.from_array((rng.standard_normal(n) * 0.1).astype(np.float32), f"b{i}")]
-        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]), helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"])]
+        nodes += [helper.make_node("MatMul", [x, f"w{i}"], [f"m{i}"]),
+                  helper.make_node("Add", [f"m{i}", f"b{i}"], [f"a{i}"])]
         x = f"a{i}"
         if i < 2:
             nodes.append(helper.make_node("Relu", [x], [f"r{i}"]))

@@ -30,7 +30,9 @@ def register(sub) -> None:
     p.add_argument("--budget", default="minutes=10",
                    help="whole-model limits split over the kernels, e.g. minutes=10 or compiles=100,measurements=100 "
                         "(default minutes=10)")
-    p.add_argument("--method", default="leka", help="tuning method: leka (default), tvm-dlight, metaschedule ... (`leka bench run --method list` lists them)")
+    p.add_argument("--method", default="leka",
+                   help="tuning method: leka (default), tvm-dlight, metaschedule ... "
+                        "(`leka bench run --method list` lists them)")
     p.add_argument("--llm", metavar="PROVIDER:MODEL", help="model proposer for the leka method (default: offline)")
     p.add_argument("--base-url", help="OpenAI-compatible server URL for --llm compat:MODEL")
     p.add_argument("--jobs", type=int, default=1, help="kernels tuned in parallel worker processes (default 1)")

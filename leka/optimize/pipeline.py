@@ -146,7 +146,8 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
         if got is not None:
             verification = {"status": "passed", **check(loaded, expected, got)}
         _write_check(tmp, loaded, sets, expected)
-        outputs = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)} for n, e in zip(loaded.outputs, expected[0])]
+        outputs = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)}
+                   for n, e in zip(loaded.outputs, expected[0])]
         manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, t0)
         manifest["outputs"] = outputs
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
@@ -191,7 +192,8 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
     return result, got
 
 
-def _write_check(tmp: Path, loaded: LoadedModel, sets: list[list[np.ndarray]], expected: list[list[np.ndarray]]) -> None:
+def _write_check(tmp: Path, loaded: LoadedModel, sets: list[list[np.ndarray]],
+                 expected: list[list[np.ndarray]]) -> None:
     """check/: the first input set and ONNX Runtime's outputs for it (`leka run OUT --check` on a device)."""
     (tmp / "check").mkdir()
     np.savez(tmp / "check" / "inputs.npz", **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
