@@ -23,8 +23,15 @@ COMMANDS = [
 ]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line (subcommand parsers inherit the class)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (`{self.prog} --help` shows the usage)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="leka",
         description="LEKA: layered edge kernel agent and EdgeKernelBench over Apache TVM 0.27.",
         epilog="Run `leka COMMAND --help` for each command. Docs: docs/architecture.md",
@@ -52,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("leka: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug, not bad input: still one line for the user, the traceback on request
+        if os.environ.get("LEKA_DEBUG"):
+            raise
+        lines = str(e).strip().splitlines()
+        print(f"leka: internal error: {type(e).__name__}: {lines[0] if lines else ''} "
+              "(LEKA_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
