@@ -23,7 +23,8 @@ def _model(path: Path, batch: int | str = 1) -> Path:
     nodes = [helper.make_node("Conv", ["x", "conv/W", "conv/B"], ["c"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c"], ["r"]), helper.make_node("GlobalAveragePool", ["r"], ["p"]),
              helper.make_node("Flatten", ["p"], ["f"]), helper.make_node("Gemm", ["f", "fc.W"], ["y"], transB=1)]
-    graph = helper.make_graph(nodes, "user", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 16, 16])],
+    graph = helper.make_graph(nodes, "user",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3, 16, 16])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 4])], initializer=inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     return path

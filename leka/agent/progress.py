@@ -92,8 +92,7 @@ class LiveProgress:
     def __exit__(self, *exc: Any) -> None:
         if self._live is not None:
             self.now = "finished" if exc[0] is None else f"stopped: {exc[0].__name__}"
-            self._live.refresh()
-            self._live.__exit__(*exc)
+            self._live.__exit__(*exc)  # draws the last frame once more, with this status
 
     def update(self, node: str, update: dict[str, Any]) -> None:
         for step in update.get("steps", []):

@@ -138,7 +138,8 @@ TASK_HEAD = ["task", "#", "compiled", "correct", "speedup", "ms", "baseline ms",
 
 def median_compile_s(records: list[dict[str, Any]]) -> float | None:
     """Median build time (TVMScript parse + TVM build) over the samples that compiled."""
-    times = sorted(r["compile_s"] for r in records if r.get("compiled") and isinstance(r.get("compile_s"), (int, float)))
+    times = sorted(r["compile_s"] for r in records
+                   if r.get("compiled") and isinstance(r.get("compile_s"), (int, float)))
     return times[len(times) // 2] if times else None
 
 

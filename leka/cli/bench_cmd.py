@@ -16,10 +16,11 @@ def _filters(p, limit: bool = True) -> None:
     p.add_argument("--domain", help="e.g. vision, speech-audio, nlp (see `leka bench stats`)")
     p.add_argument("--pattern", help="only this pattern")
     p.add_argument("--task", dest="ids", action="append", default=[], metavar="ID", help="only this task (repeatable)")
-    if limit:
-        p.add_argument("--limit", type=int, help="at most N workloads, spread over domains and patterns (deterministic)")
     p.add_argument("--split", help="only the agent-evaluation split dev or test (v1:test; benchmark/splits/), "
                                    "in split order")
+    if limit:
+        p.add_argument("--limit", type=int,
+                       help="at most N workloads, spread over domains and patterns (deterministic)")
 
 
 def register(sub) -> None:

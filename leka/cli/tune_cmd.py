@@ -135,14 +135,27 @@ def _take_away(final: dict, script_path: str | None, lib_path: str | None) -> No
 def _print_human(f: dict) -> None:
     print(f"run {f['run_id']}  task {f['task']}  target {f['target']}  proposer {f.get('proposer_label')}")
     print(best_line(f))
-    contrib = f.get("contributions", {}).get("by_layer", {})
-    print("layers: " + "  ".join(f"{k} {v:.2f}x" for k, v in contrib.items()))
+    contrib = _kernel_layers(f)
+    print("layers (in the final kernel, search timings): " + "  ".join(f"{k} {v:.2f}x" for k, v in contrib.items()))
     spent = {k: v for k, v in (f.get("budget_spent") or {}).items() if v}
     compile_s = (f.get("eval") or {}).get("compile_s")
     print(f"steps {f['steps']}, evaluations {f['evaluations']}, stop: {f.get('stop_reason')}, "
           f"budget spent: {', '.join(f'{k}={v:.3g}' for k, v in spent.items()) or '-'}"
           + (f", final kernel compiles in {compile_s:.2f} s" if isinstance(compile_s, (int, float)) else ""))
     print(f"path: leka trace {f['run_id']}")
+
+
+def _kernel_layers(f: dict) -> dict:
+    """Per-layer credit of the decisions the final kernel contains (as `leka trace` shows it)."""
+    from leka.agent.trace import TraceStore, decision_irs, kernel_credit
+
+    contrib = f.get("contributions") or {"path": [], "by_layer": {}}
+    try:
+        store = TraceStore()
+        irs = decision_irs(store, f["run_id"], store.steps(f["run_id"]))
+    except Exception:  # noqa: BLE001 - a display detail: fall back to the search's own attribution
+        return contrib.get("by_layer", {})
+    return kernel_credit(contrib, irs, f.get("best_ir"))["by_layer"]
 
 
 def best_line(f: dict) -> str:
