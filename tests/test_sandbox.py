@@ -160,11 +160,37 @@ def _fork_bomb(how: sb.Plan | None, python: str) -> None:
 
 
 @pytest.mark.skipif(not sb.PidsCgroup.usable(), reason="no writable pids cgroup here")
-def test_fork_bomb_is_bounded_by_the_pids_cgroup():
-    _fork_bomb(sb.Plan(None, sb.plan().root_paths, "cgroup"), sys.executable)
+@pytest.mark.parametrize("privileged", [True, False], ids=["setpriv-inside", "user-namespace"])
+def test_fork_bomb_is_bounded_by_the_pids_cgroup(privileged):
+    if privileged and not sb.plan().privileged:
+        pytest.skip("bwrap cannot run privileged here")
+    _fork_bomb(sb.Plan(None, sb.plan().root_paths, "cgroup", privileged=privileged), sys.executable)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"), reason="needs root and a system python")
+def test_files_only_root_may_read_stay_unread():
+    how = sb.plan()
+    if os.geteuid() != 0 or (how.outer_uid is None and not how.privileged):
+        pytest.skip("the sandbox is root outside here (no CAP_SYS_ADMIN, interpreter readable by root only)")
+    fd, secret = tempfile.mkstemp(prefix="leka-secret-", dir="/var/tmp")
+    os.write(fd, b"sk-secret")
+    os.close(fd)
+    os.chmod(secret, 0o600)
+    run = Run(f"""
+        try:
+            print("read", open({secret!r}).read(), flush=True)
+        except OSError as e:
+            print("denied", type(e).__name__, flush=True)
+    """)
+    try:
+        out = run.output()
+    finally:
+        run.close()
+        os.unlink(secret)
+    assert "denied PermissionError" in out and "sk-secret" not in out
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
+                    reason="needs root and a system python")
 def test_fork_bomb_is_bounded_by_rlimit_nproc_as_an_unprivileged_outside_uid():
     # As root with an interpreter any user can read (CI images), bwrap runs as an unprivileged uid and
     # RLIMIT_NPROC counts the sandbox's processes alone.

@@ -56,8 +56,8 @@ class Worker:
             # a parallel loop would run on one thread. The target's core count is what it is measured on.
             extra["TVM_NUM_THREADS"] = str(self.threads)
         try:
-            self._sandbox = Sandbox(self.command(req_r, rep_w), env=worker_env(extra), limits=self.limits, log_fd=log_fd,
-                                    pass_fds=(req_r, rep_w))
+            self._sandbox = Sandbox(self.command(req_r, rep_w), env=worker_env(extra), limits=self.limits,
+                                    log_fd=log_fd, pass_fds=(req_r, rep_w))
         finally:
             for fd in (req_r, rep_w, log_fd):
                 os.close(fd)

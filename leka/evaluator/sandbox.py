@@ -5,11 +5,13 @@ root, a private size-bounded tmpfs on /tmp as the only writable place, its own p
 session, and only an allow-listed environment (no API keys). Limits: address space, CPU time, processes,
 file size, no core dumps.
 
-Outside uid: when the evaluator runs as root (as in CI containers) and the interpreter is readable by any
-user, bwrap is started by an unprivileged uid (``setpriv``), so the sandbox is nobody outside too and
-RLIMIT_NPROC counts only its processes. When the interpreter lives where only root can read it (pyenv
-under /root), the sandbox stays root outside but with no capabilities, /root is hidden behind a tmpfs
-except the interpreter, and the process bound is a pids cgroup (RLIMIT_NPROC does not bind root).
+Outside uid (``plan()``), as root (CI containers): when the interpreter is readable by any user, bwrap is
+started through ``setpriv`` as an unprivileged uid and makes a user namespace, so the sandbox is nobody
+outside too. When only root can read the interpreter (pyenv under /root) and root holds CAP_SYS_ADMIN,
+bwrap runs privileged (mounts as root, no user namespace) and the command drops to uid 65534 with
+``setpriv`` inside; /root is covered by a tmpfs with the interpreter bound back. Only without either is the
+sandbox root outside (a user namespace: no capabilities, but root's file permissions). Processes are
+bounded by a pids cgroup where one is writable, else RLIMIT_NPROC (which the kernel does not apply to root).
 Nothing outlives an evaluation: ``sweep()`` kills every process of the sandbox's pid namespace except its
 init and the worker, and ``kill()`` ends the namespace. The priority raise for timing is applied from
 here (root) to the worker's threads, which need no privilege inside.
@@ -84,11 +86,22 @@ class PidsCgroup:
     _made = 0
 
     def __init__(self, limit: int):
+        self._remove_stale()
         PidsCgroup._made += 1
         self.path = os.path.join(self.ROOT, f"leka-{os.getpid()}-{PidsCgroup._made}")
         os.mkdir(self.path)
         with open(os.path.join(self.path, "pids.max"), "w") as f:
             f.write(str(limit))
+
+    @classmethod
+    def _remove_stale(cls) -> None:
+        """Empty cgroups of evaluating processes that died without cleaning up (killed runs)."""
+        for name in os.listdir(cls.ROOT):
+            parts = name.split("-")
+            owner_gone = len(parts) == 3 and parts[1].isdigit() and not os.path.exists(f"/proc/{parts[1]}")
+            if parts[0] == "leka" and owner_gone:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(cls.ROOT, name))
 
     @classmethod
     def usable(cls) -> bool:
@@ -119,28 +132,44 @@ class PidsCgroup:
                 time.sleep(0.01)
 
 
+def _has_cap_sys_admin() -> bool:
+    try:
+        with open("/proc/self/status") as f:
+            eff = next(ln for ln in f if ln.startswith("CapEff:"))
+        return bool(int(eff.split()[1], 16) >> 21 & 1)  # CAP_SYS_ADMIN
+    except (OSError, StopIteration, ValueError):
+        return False
+
+
 @dataclass(frozen=True)
 class Plan:
-    """How this machine sandboxes: the outside uid and what bounds the process count."""
+    """How this machine sandboxes: who the sandbox is outside, and what bounds its process count."""
 
-    outer_uid: int | None  # setpriv to this uid before bwrap; None: bwrap runs as the evaluator's user
-    root_paths: tuple[str, ...]  # root-only paths bound back over a tmpfs /root (root outside)
+    outer_uid: int | None  # setpriv to this uid before bwrap (bwrap then makes a user namespace)
+    root_paths: tuple[str, ...]  # root-only paths bound back over a tmpfs /root
     nproc: str  # "cgroup" | "rlimit" | "none"
+    privileged: bool = False  # bwrap as root without a user namespace, setpriv to 65534 inside
 
     def describe(self) -> str:
-        who = (f"outside uid {self.outer_uid}" if self.outer_uid is not None
-               else f"outside uid {os.geteuid()} without capabilities")
-        return (f"bwrap (uid {SANDBOX_UID}, {who}; no network; read-only root, private /tmp; "
-                f"process bound: {self.nproc})")
+        if self.privileged:
+            who = f"uid {SANDBOX_UID} outside too, no capabilities"
+        elif self.outer_uid is not None:
+            who = f"uid {SANDBOX_UID}, outside uid {self.outer_uid}"
+        else:
+            who = f"uid {SANDBOX_UID}, outside uid {os.geteuid()} without capabilities"
+        return f"bwrap ({who}; no network; read-only root, private /tmp; process bound: {self.nproc})"
 
 
 def plan() -> Plan:
+    """The strongest setup this machine allows (see the module doc)."""
     root = os.geteuid() == 0
     private = tuple(p for p in needed_paths() if not _world_readable(p))
     nproc = "cgroup" if PidsCgroup.usable() else "rlimit"
     if root and not private:
         return Plan(_OUTER_UID_BASE + os.getpid() % 50_000, (), nproc)
     hidden = tuple(p for p in private if p.startswith("/root/")) if root else ()
+    if root and _has_cap_sys_admin() and shutil.which("setpriv"):
+        return Plan(None, hidden, nproc, privileged=True)
     return Plan(None, hidden, "none" if root and nproc == "rlimit" else nproc)
 
 
@@ -154,15 +183,20 @@ def _bwrap_argv(p: Plan, info_fd: int, cwd: str, tmp_mb: int) -> list[str]:
     if bwrap is None:
         raise SandboxError("bubblewrap (bwrap) not found: apt-get install bubblewrap "
                            "(or LEKA_SANDBOX=off to evaluate without a sandbox, recorded in every result)")
+    setpriv = shutil.which("setpriv")
+    if (p.outer_uid is not None or p.privileged) and setpriv is None:
+        raise SandboxError("setpriv not found (apt-get install util-linux): it drops root for the sandbox")
     argv = []
     if p.outer_uid is not None:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            raise SandboxError("setpriv not found (apt-get install util-linux): it drops root before bwrap")
         argv = [setpriv, f"--reuid={p.outer_uid}", f"--regid={p.outer_uid}", "--clear-groups"]
-    argv += [bwrap, "--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
-             "--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--size", str(tmp_mb << 20), "--tmpfs", "/tmp"]
+    argv.append(bwrap)
+    if p.privileged:  # mounts made as root, then the command drops to nobody (setpriv, below)
+        argv += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                 "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        argv += ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    argv += ["--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+             "--perms", "1777", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp"]
     if p.root_paths:  # root's home stays hidden but for what the worker runs from
         argv += ["--tmpfs", "/root"]
         for path in p.root_paths:
@@ -171,6 +205,14 @@ def _bwrap_argv(p: Plan, info_fd: int, cwd: str, tmp_mb: int) -> list[str]:
         if dev.startswith("nvidia"):
             argv += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
     return argv + ["--chdir", cwd, "--info-fd", str(info_fd)]
+
+
+def _inner_prefix(p: Plan) -> list[str]:
+    """What runs inside before the command: in the privileged setup, the drop to nobody."""
+    if not p.privileged:
+        return []
+    return [str(shutil.which("setpriv")), f"--reuid={SANDBOX_UID}", f"--regid={SANDBOX_UID}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all"]
 
 
 def worker_env(extra: dict[str, str]) -> dict[str, str]:
@@ -234,6 +276,7 @@ class Sandbox:
             info_r, info_w = os.pipe()
             prefix = _bwrap_argv(self.plan, info_w, cwd, limits.tmp_mb)
             prefix += ["--clearenv"] + [a for k, v in env.items() for a in ("--setenv", k, v)] + ["--"]
+            prefix += _inner_prefix(self.plan)
         cgroup = self.cgroup
         self.proc = subprocess.Popen(prefix + argv, stdin=subprocess.DEVNULL, stdout=log_fd, stderr=log_fd,
                                      pass_fds=tuple(pass_fds) + ((info_w,) if info_w >= 0 else ()),

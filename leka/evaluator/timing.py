@@ -71,20 +71,28 @@ def alternate(cand: Timeable, base: Timeable, *, poison: Sequence[int] = (), war
 # calibration, one discarded call per round), the poison refills, uploads, downloads and transfer.
 WALL_FIXED_S = 0.25  # fixed part, generous (a loaded machine, a first call that pays lazy set-up)
 WALL_PER_CALL_S = 20e-6  # per reported run: refill + timer + call overhead, measured ~2 µs on host-cpu
-MIN_ACCOUNTED = 0.2  # reported work must be at least this share of the rest of the wall time
+MIN_ACCOUNTED = 0.1  # reported runs (timed and untimed) must fill at least this share of the rest of the wall time
 MAX_OVER = 1.05  # and never more than the wall time itself (plus a little clock skew)
 MIN_ROUND_SHARE = 0.05  # a round's reported work vs min_run_ms, which calibration aimed it at
 
 
-def reported_work(reply: dict[str, Any]) -> tuple[float, int]:
-    """(seconds of kernel runs the reply claims, number of runs)."""
-    work, calls = 0.0, 0
+def reported_work(reply: dict[str, Any], warmup: int = 2) -> tuple[float, float, int]:
+    """(seconds of timed runs the reply claims, those plus the untimed runs the protocol also made — warm-up,
+    calibration, time_evaluator's first call per round, the final checked run — at the reported median,
+    number of timed runs)."""
+    timed = busy = 0.0
+    calls = 0
     for side in ("candidate", "baseline"):
         n = int(reply.get(f"{side}_n") or 0)
         times = [float(t) for t in reply.get(f"{side}_s") or []]
-        work += sum(times) * n
+        if not times:
+            continue
+        med = float(np.median(times))
+        untimed = len(times) + warmup + 2 + 2 * (n + 1) + (2 if side == "candidate" else 0)
+        timed += sum(times) * n
+        busy += sum(times) * n + med * untimed
         calls += n * len(times)
-    return work, calls
+    return timed, busy, calls
 
 
 def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | None = None) -> str | None:
@@ -98,15 +106,15 @@ def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | N
         if min_run_ms and times and n < MAX_RUNS and float(np.median(times)) * n < MIN_ROUND_SHARE * min_run_ms / 1e3:
             return (f"timing reply inconsistent with wall clock: {side} rounds of {n} runs reported "
                     f"{float(np.median(times)) * n * 1e3:.3f} ms, calibrated for {min_run_ms:g} ms")
-    work, calls = reported_work(reply)
+    work, busy, calls = reported_work(reply)
     if calls <= 0 or not math.isfinite(work) or work <= 0:
         return "timing reply inconsistent with wall clock: no runs reported"
     if work > wall_s * MAX_OVER + 1e-3:
         return (f"timing reply inconsistent with wall clock: {work:.3f} s of runs reported in "
                 f"{wall_s:.3f} s")
     unexplained = wall_s - WALL_FIXED_S - calls * WALL_PER_CALL_S
-    if unexplained > 0 and work < MIN_ACCOUNTED * unexplained:
-        return (f"timing reply inconsistent with wall clock: {work:.3f} s of runs reported, "
+    if unexplained > 0 and busy < MIN_ACCOUNTED * unexplained:
+        return (f"timing reply inconsistent with wall clock: {busy:.3f} s of runs reported, "
                 f"{wall_s:.3f} s spent")
     return None
 
