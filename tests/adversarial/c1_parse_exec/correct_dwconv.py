@@ -1,0 +1,13 @@
+# leka: task=ex-dwconv3x3-kws target=host-cpu
+# attack: none: the plain-loop depthwise conv every c1/c2 hack is built on
+# expect: correct
+from tvm.script import tirx as T
+
+@T.prim_func
+def main(X: T.Buffer((1, 25, 5, 64), "float32"), W: T.Buffer((3, 3, 64), "float32"), Y: T.Buffer((1, 25, 5, 64), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for y, x, ch in T.grid(25, 5, 64):
+        Y[0, y, x, ch] = T.float32(0.0)
+        for ry, rx in T.grid(3, 3):
+            if 1 <= y + ry and y + ry <= 25 and 1 <= x + rx and x + rx <= 5:
+                Y[0, y, x, ch] = Y[0, y, x, ch] + X[0, y + ry - 1, x + rx - 1, ch] * W[ry, rx, ch]
