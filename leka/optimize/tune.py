@@ -10,8 +10,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue as queue_mod
+import signal
+import sys
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -38,6 +39,8 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     """One kernel, one method attempt (runs in a worker process)."""
     if job.leka_home:
         os.environ["LEKA_HOME"] = job.leka_home
+    # Terminated by the parent (Ctrl-C there): unwind, so the evaluator's worker is closed, not orphaned.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     from leka.budget import Budget
     from leka.evaluator import EvalConfig, Evaluator
     from leka.methods import MethodContext, get_method
@@ -73,11 +76,11 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
 
 
 def noise_floor(res: dict[str, Any]) -> float:
-    """The speedup a winner must exceed: MIN_SPEEDUP, raised by the uncertainty of the two medians (their
-    relative IQRs over sqrt(rounds)), so a loaded machine asks for a clearer gain."""
+    """The speedup a winner must exceed: MIN_SPEEDUP, raised by the uncertainty of the two medians (half
+    their relative IQRs over sqrt(rounds)), so a loaded machine asks for a clearer gain."""
     rounds = max(int(res.get("rounds") or 1), 1)
     spread = (res.get("spread") or 0.0) + (res.get("baseline_spread") or 0.0)
-    return max(MIN_SPEEDUP, 1.0 + 1.5 * spread / rounds ** 0.5)
+    return max(MIN_SPEEDUP, 1.0 + 0.5 * spread / rounds ** 0.5)
 
 
 def settled_default(w: Winner) -> bool:
@@ -99,32 +102,44 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
     todo = [p for p in profs if p.budget is not None]
     if not todo:
         return {}
-    tkey = target_key(preset)
     target = preset.target if preset.name == "custom" else preset.name
     home = os.environ.get("LEKA_HOME")
     ctx = mp.get_context("spawn")  # TVM's thread pools do not survive fork
-    events = ctx.Manager().Queue()
+    manager = ctx.Manager()
+    events = manager.Queue()
+    # One fresh process per kernel (maxtasksperchild=1); a Pool, unlike ProcessPoolExecutor, can be terminated.
+    pool = ctx.Pool(processes=max(1, jobs), maxtasksperchild=1)
+    try:
+        running = {p.spec.key: (pool.apply_async(run_job, (TuneJob(p.spec, target, method, options, p.budget or "",
+                                                                   run_id, home), events)), p) for p in todo}
+        return _collect(running, events, on_event, db, target_key(preset), method, run_id)
+    except BaseException:  # Ctrl-C or a failure here: stop the jobs (each closes its evaluator on SIGTERM)
+        pool.terminate()
+        raise
+    finally:
+        pool.close()
+        pool.join()
+        manager.shutdown()
+
+
+def _collect(running: dict[str, tuple[Any, KernelProfile]], events: Any, on_event: Callable[[str, str, Any], None],
+             db: TuningDB, tkey: str, method: str, run_id: str) -> dict[str, Winner]:
+    """Decisions as the jobs finish, each stored in the db at once (what --resume relies on)."""
     done: dict[str, Winner] = {}
-    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=ctx) as pool:
-        futures: dict[Future, KernelProfile] = {}
-        for p in todo:
-            job = TuneJob(p.spec, target, method, options, p.budget or "", run_id, home)
-            futures[pool.submit(run_job, job, events)] = p
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
-            _drain(events, on_event)
-            for fut in finished:
-                p = futures[fut]
-                try:
-                    w = fut.result()
-                except Exception as e:  # a method that crashed: the default build stays, the reason is kept
-                    w = Winner(p.spec.key, p.spec.task_id, None, None, None, None, method, run_id, None,
-                               {"error": f"{type(e).__name__}: {str(e)[:300]}", "budget": p.budget})
-                if w.source or settled_default(w):
-                    db.put(w, tkey)
-                done[p.spec.key] = w
-                on_event(p.spec.key, "done", w)
+    while running:
+        time.sleep(0.3)
+        _drain(events, on_event)
+        for key in [k for k, (res, _p) in running.items() if res.ready()]:
+            res, p = running.pop(key)
+            try:
+                w = res.get()
+            except Exception as e:  # a method that crashed: the default build stays, the reason is kept
+                w = Winner(p.spec.key, p.spec.task_id, None, None, None, None, method, run_id, None,
+                           {"error": f"{type(e).__name__}: {str(e)[:300]}", "budget": p.budget})
+            if w.source or settled_default(w):
+                db.put(w, tkey)
+            done[key] = w
+            on_event(key, "done", w)
     _drain(events, on_event)
     return done
 
@@ -136,8 +151,3 @@ def _drain(events: Any, on_event: Callable[[str, str, Any], None]) -> None:
         except (queue_mod.Empty, EOFError, OSError):
             return
         on_event(key, kind, payload)
-
-
-def elapsed_since(t0: float) -> str:
-    s = int(time.monotonic() - t0)
-    return f"{s // 60}:{s % 60:02d}"
