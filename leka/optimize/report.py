@@ -14,13 +14,25 @@ def _ms(v: Any) -> str:
 
 
 def kernel_rows(manifest: dict[str, Any]) -> list[list[str]]:
-    return [[k["name"], str(k["weight"]), f"{100 * k['share']:.1f} %", _ms(k.get("default_ms")), k["decision"],
+    return [[k["name"], str(k["weight"]), f"{100 * k['share']:.1f} %", _ms(k.get("default_ms")), _decision(k),
              _x(k.get("speedup")), k.get("method") or "-", k.get("agent_run") or "-"]
             for k in manifest["kernels"]]
 
 
+def _decision(k: dict[str, Any]) -> str:
+    """The decision, with why a measured gain was not taken (below the noise floor) or what failed."""
+    d = k.get("detail") or {}
+    if k.get("speedup") is not None or not k["decision"].endswith("default kept"):
+        return k["decision"]
+    if d.get("measured_speedup") is not None:
+        return f"{k['decision']} (measured {d['measured_speedup']:.2f}x, floor {d.get('noise_floor', 1.05):.2f}x)"
+    if d.get("failure") or d.get("error"):
+        return f"{k['decision']} ({d.get('failure') or 'error'}: {str(d.get('error') or '')[:60]})"
+    return k["decision"]
+
+
 KERNEL_HEAD = ["kernel", "calls", "share", "default ms", "decision", "speedup", "method", "agent run"]
-LATENCY_HEAD = ["build", "median ms", "min ms", "rounds", "spread (IQR/median)", "optimized vs this"]
+LATENCY_HEAD = ["build", "median ms", "min ms", "rounds", "spread (IQR/median)", "optimized is faster by"]
 
 
 def latency_rows(manifest: dict[str, Any]) -> list[list[str]]:
