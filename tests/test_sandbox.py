@@ -263,3 +263,24 @@ def test_evaluations_leave_only_the_worker_running():
         assert sorted(ev.worker._sandbox.pids().values()) == [1, 2]
         box = ev.worker._sandbox
     assert box.pids() == {} and not box.alive  # closing the evaluator ends the namespace
+
+
+class EagerWorker(Worker):
+    """A worker that answers ping correctly, then sends a second, unrequested reply (a stale timing reply)."""
+
+    def command(self, fd_in: int, fd_out: int) -> list[str]:
+        code = (f"import os, time, numpy; from leka.evaluator.wire import read_frame, write_frame\n"
+                f"read_frame({fd_in}); write_frame({fd_out}, {{'ok': True, 'pid': 2}})\n"
+                f"write_frame({fd_out}, {{'ok': True, 'candidate_s': [1e-9]}}); time.sleep(30)")
+        return [sys.executable, "-c", code]
+
+
+def test_a_reply_sent_ahead_of_its_request_is_a_crash():
+    w = EagerWorker()
+    try:
+        assert w.request({"op": "ping"}, 30)["ok"]
+        time.sleep(0.5)
+        with pytest.raises(WorkerFault, match="no request asked for"):
+            w.request({"op": "time"}, 30)
+    finally:
+        w.close()

@@ -147,6 +147,8 @@ def test_plausibility_of_timing_replies():
     assert "inconsistent with wall clock" in plausible({**faked, "baseline_s": [1e-6] * 10}, 2.0)
     assert "inconsistent with wall clock" in plausible({**honest, "baseline_s": [1.0] * 10}, 0.3)  # inflated
     assert "no runs" in plausible({"candidate_s": [], "baseline_s": []}, 0.3)
+    assert "inconsistent" in plausible({**honest, "candidate_s": [-1e-3] * 10}, 0.3, 2.0)
+    assert "malformed" in plausible({**honest, "candidate_s": ["1e-3"] * 10, "candidate_n": "x"}, 0.3, 2.0)
 
 
 class FakingWorker(Worker):

@@ -9,6 +9,7 @@ sends is unpickled or evaluated here.
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -81,6 +82,11 @@ class Worker:
         deadline = time.monotonic() + timeout_s
         # CPU seconds the worker may spend on this request (all its threads): it sets RLIMIT_CPU from it.
         req = {**req, "cpu_budget_s": timeout_s * (os.cpu_count() or 1) + 10}
+        if select.select([self._from_worker], [], [], 0)[0]:
+            # Bytes before a request: a reply sent ahead of its request would answer the wrong one.
+            if os.read(self._from_worker, 1):
+                return self._fault("crash", "the worker sent data no request asked for")
+            return self._fault("crash", self._death_message())
         t0 = time.perf_counter()
         try:
             write_frame(self._to_worker, req, deadline)

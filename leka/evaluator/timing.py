@@ -101,6 +101,13 @@ def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | N
     than the calibration (which sizes each round to about min_run_ms) would have made them."""
     if wall_s is None:
         return None
+    try:
+        return _implausible(reply, wall_s, min_run_ms)
+    except (TypeError, ValueError, AttributeError):
+        return "timing reply inconsistent with wall clock: malformed per-run times"
+
+
+def _implausible(reply: dict[str, Any], wall_s: float, min_run_ms: float | None) -> str | None:
     for side in ("candidate", "baseline"):
         n, times = int(reply.get(f"{side}_n") or 0), reply.get(f"{side}_s") or []
         if min_run_ms and times and n < MAX_RUNS and float(np.median(times)) * n < MIN_ROUND_SHARE * min_run_ms / 1e3:
