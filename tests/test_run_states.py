@@ -22,7 +22,9 @@ def home(tmp_path, monkeypatch):
 def test_tune_refuses_a_graph_task_in_one_line(home, capsys):
     assert main(["tune", GRAPH_TASK]) == 2
     err = capsys.readouterr().err
-    assert "graph task: use `leka optimize`" in err and len(err.strip().splitlines()) == 1
+    model = home / "models" / f"{GRAPH_TASK}.onnx"
+    assert f"graph task: tune it per fused kernel with `leka optimize {model} --target host-cpu`" in err
+    assert len(err.strip().splitlines()) == 1 and model.stat().st_size > 0  # the file the command names
     assert not (home / "agent.sqlite").exists() or TraceStore().list_runs() == []
 
 

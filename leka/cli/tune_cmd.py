@@ -86,6 +86,7 @@ def run(args) -> int:
     opts = None if args.resume else _options(args)
     if opts is not None:
         Budget.parse(opts.budget)  # a bad --budget fails before anything starts
+        _refuse_graph(opts)
 
     def progress(title: str):
         if args.quiet:
@@ -104,6 +105,28 @@ def run(args) -> int:
     if args.output or args.export_lib:
         _take_away(final, args.output, args.export_lib)
     return 0 if final.get("correct") else 1
+
+
+def _refuse_graph(opts) -> None:
+    """A graph task is tuned per fused kernel by `leka optimize`, which reads an ONNX file: write the task's
+    model where the user can pass it on, and say the command."""
+    from leka.agent.session import graph_refusal
+    from leka.agent.trace import leka_home
+    from leka.errors import LekaError
+    from leka.tasks import all_tasks, get_task
+
+    all_tasks(opts.tasks_paths)
+    task = get_task(opts.task_id)
+    why = graph_refusal(task)
+    if not why:
+        return
+    if task.onnx_model is None:
+        raise LekaError(why)
+    path = leka_home() / "models" / f"{task.id}.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(task.onnx_model().SerializeToString())
+    raise LekaError(f"{task.id} is a graph task: tune it per fused kernel with `leka optimize {path} --target "
+                    f"{opts.target}` (its ONNX model was written there)")
 
 
 def _take_away(final: dict, script_path: str | None, lib_path: str | None) -> None:
