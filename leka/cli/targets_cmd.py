@@ -3,12 +3,15 @@ from __future__ import annotations
 
 import json
 
+from .tables import Col, add_output_flags, output_mode, render
+
 
 def register(sub) -> None:
     p = sub.add_parser("targets", help="list target presets (runnable here or build-only) and hardware facts",
                        description="List target presets: name, TVM target (dict), runnable on this machine, "
                                    "and the hardware facts used for rooflines, prompts and memory budgets.")
     p.add_argument("--json", action="store_true", help="print a JSON list of presets")
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 
@@ -19,16 +22,13 @@ def run(args) -> int:
     if args.json:
         print(json.dumps([p.to_json() for p in presets], indent=2))
         return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title="LEKA target presets")
-    for col in ("name", "family", "runnable", "TVM target", "peak FP32 GFLOP/s", "mem BW GB/s", "notes"):
-        t.add_column(col)
+    cols = [Col("name", "id"), Col("family", "id"), Col("runnable", "id"), Col("GFLOP/s", "num"),
+            Col("GB/s", "num"), Col("notes", "text", want=24), Col("TVM target", "desc", optional=True)]
+    rows = []
     for p in presets:
         tgt = {k: v for k, v in p.target.items() if k != "host"}
-        t.add_row(p.name, p.family, "yes" if p.runnable else "no", json.dumps(tgt),
-                  str(p.facts.get("peak_fp32_gflops") or "-"), str(p.facts.get("mem_bw_gbs") or "-"),
-                  p.description if p.runnable else p.why_not_runnable)
-    Console().print(t)
+        rows.append([p.name, p.family, "yes" if p.runnable else "no", str(p.facts.get("peak_fp32_gflops") or "-"),
+                     str(p.facts.get("mem_bw_gbs") or "-"), p.description if p.runnable else p.why_not_runnable,
+                     json.dumps(tgt)])
+    render("LEKA target presets (peak FP32 GFLOP/s, memory GB/s)", cols, rows, output_mode(args))
     return 0
