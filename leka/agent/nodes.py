@@ -113,8 +113,6 @@ def _fill_from_result(cand: CandidateRecord, res: dict[str, Any]) -> None:
     cand["source_hash"] = res.get("candidate_hash")
 
 
-
-
 def _prepare_one(ctx: AgentContext, base_ir: Any, prop: dict[str, Any], seen: set[str], layer: str) -> dict[str, Any]:
     """Read, describe, de-duplicate, validate and flatten one proposal (the step's IR work, in the child)."""
     out: dict[str, Any] = {}

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from leka.evaluator.script_guard import ScriptRejected
 from leka.ir import CandidateIR
 from leka.targets import get_target
 
@@ -189,7 +190,11 @@ class OfflineProposer:
         for rule in ALGORITHM_RULES:
             if rule.NAME in failed:
                 continue
-            for ir in rule.apply(ctx) or []:
+            try:
+                irs = rule.apply(ctx) or []
+            except ScriptRejected:  # the rewrite outgrew the size bounds (algorithm.common): nothing from it
+                continue
+            for ir in irs:
                 knobs = ir.notes.get("knobs", {})
                 if len(out) >= req.k or (rule.NAME, json.dumps(knobs, sort_keys=True)) in tried \
                         or ir.hash() in tried_hashes:

@@ -5,9 +5,38 @@ from __future__ import annotations
 from typing import Any
 
 from leka.ir import CandidateIR
-from leka.ir.layers import AlgorithmLayer
+from leka.ir.layers import AlgorithmLayer, func_script
 
 from ..context import RuleContext
+
+# Size bound of a rewritten function's TVMScript, tighter than the parser's (script_guard.MAX_CHARS, for
+# any text): a rewrite's text is parsed again in the agent's process for every summary, validation and
+# flattening, and TVM's passes grow with the expression tree. Inlining stencils into stencils multiplies
+# expressions (l2-harris_response: 2 kB Sobel stages became a 2 MB function); the suite's rewrites print
+# to well under 100 kB.
+MAX_SCRIPT_CHARS = 200_000
+
+
+def check_script_size(text: str, rule: str) -> str:
+    """`text` when within script_guard's limits and MAX_SCRIPT_CHARS; else ScriptRejected, one line."""
+    from leka.evaluator.script_guard import ScriptRejected, check_limits
+
+    if len(text) > MAX_SCRIPT_CHARS:
+        raise ScriptRejected(f"{rule}: the rewritten function is {len(text):,} characters of TVMScript "
+                             f"(limit {MAX_SCRIPT_CHARS:,}); rejected before parsing")
+    check_limits(text)
+    return text
+
+
+def inline_fits(sch: Any, block: Any, limit: int = MAX_SCRIPT_CHARS) -> bool:
+    """Whether compute_inline of `block` keeps the function under `limit` characters, estimated before TVM
+    rewrites anything: every read of the block's buffer becomes a copy of its expression."""
+    import re
+
+    blk = sch.get(block)
+    func_text = sch.mod["main"].script()
+    uses = sum(len(re.findall(rf"\b{re.escape(w.source.name)}\[", func_text)) for w in blk.writes)
+    return len(func_text) + uses * len(blk.body.script()) <= limit
 
 
 def fresh_schedule(ctx: RuleContext) -> Any:
@@ -17,7 +46,10 @@ def fresh_schedule(ctx: RuleContext) -> Any:
 
 
 def as_candidate(ctx: RuleContext, func: Any, rule: str, knobs: dict[str, Any], note: str) -> CandidateIR:
+    """The rewritten function as a trusted algorithm layer; ScriptRejected past the size bounds (checked on
+    the printed text before it is registered as trusted, hence before anything parses it)."""
     func = func.with_attr("global_symbol", "main")
+    check_script_size(func_script(func), rule)
     return ctx.base.with_layer("algorithm", AlgorithmLayer.trusted(func, note)).with_notes(rule=rule, knobs=knobs)
 
 
@@ -95,7 +127,7 @@ def rewrite_root_nests(func: Any, rewrite: Any) -> tuple[Any, list[str]] | None:
                             root.init, allocs, root.match_buffers, root.annotations)
     func = func.with_body(s_tir.SBlockRealize(func.body.iter_values, func.body.predicate, new_root))
     try:
-        parsed = trusted_from_source(func.script())
+        parsed = trusted_from_source(check_script_size(func.script(), "algorithm rewrite"))
     except ScriptRejected:  # the rewritten IR grew past the parser's size bounds: no rewrite
         return None
     func = parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed

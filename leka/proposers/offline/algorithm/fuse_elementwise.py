@@ -8,7 +8,7 @@ from leka.ir import CandidateIR
 
 from ..analysis import keep_as_table
 from ..context import RuleContext
-from .common import as_candidate, fresh_schedule
+from .common import as_candidate, fresh_schedule, inline_fits
 
 NAME = "alg.fuse_elementwise"
 
@@ -22,6 +22,8 @@ def fuse(ctx: RuleContext, padding: bool):
                 or keep_as_table(b, ctx.infos):
             continue
         try:
+            if not inline_fits(sch, sch.get_sblock(b.name)):
+                continue  # copies of its expression in every reader would outgrow the size bound
             sch.compute_inline(sch.get_sblock(b.name))
             done.append(b.name)
         except Exception:  # noqa: BLE001 - TVM refuses (not inlinable here): keep the stage
