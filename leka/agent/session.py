@@ -81,18 +81,24 @@ def propose_fn(proposer: Any, task: Any, target: Any) -> Callable[..., list[Any]
     return propose
 
 
-def _kill_worker(evaluator: Any) -> None:
-    """Make an evaluation blocked past its deadline return: its worker dies, the call records a fault and
-    the evaluator starts a new worker on its next request."""
-    kill = getattr(getattr(evaluator, "worker", None), "kill", None)
-    if kill is not None:
-        kill()
+def kill_evaluator_workers() -> None:
+    """Make an evaluation blocked past its deadline return: the evaluator workers this process started
+    (`-m leka.evaluator.worker`, inside their sandbox) are killed, and only their processes, so the thread
+    waiting on one reads end-of-file and the evaluator records the fault and cleans up in that thread (its
+    pipes are never closed under it); the next request starts a new worker."""
+    import psutil
+
+    for child in psutil.Process().children():
+        try:
+            if "leka.evaluator.worker" in " ".join(child.cmdline()):
+                child.kill()
+        except psutil.Error:  # gone already
+            continue
 
 
 def evaluate_fn(evaluator: Any, task: Any, baseline: str) -> Callable[[str], dict[str, Any]]:
     def evaluate(source: str) -> dict[str, Any]:
         return evaluator.evaluate(task, source, baseline=baseline).to_json()
-    evaluate.cancel = lambda: _kill_worker(evaluator)  # type: ignore[attr-defined]
     return evaluate
 
 
@@ -103,27 +109,13 @@ def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str) -> Calla
 
     if "holdout" in {f.name for f in fields(config)}:
         config = replace(config, holdout=True)
-    active: list[Any] = []
 
     def remeasure(source: str) -> dict[str, Any]:
         from leka.evaluator import Evaluator
 
         with Evaluator(target, config) as ev:
-            active.append(ev)
-            try:
-                return ev.evaluate(task, source, baseline=baseline).to_json()
-            finally:
-                active.remove(ev)
-    remeasure.cancel = lambda: [_kill_worker(ev) for ev in list(active)]  # type: ignore[attr-defined]
+            return ev.evaluate(task, source, baseline=baseline).to_json()
     return remeasure
-
-
-def _cancel_all(*fns: Any) -> Callable[[], None]:
-    def cancel() -> None:
-        for fn in fns:
-            if getattr(fn, "cancel", None) is not None:
-                fn.cancel()
-    return cancel
 
 
 def build_context(run_id: str, task: Any, target: Any, proposer: Any, evaluate: Callable[[str], dict[str, Any]],
@@ -140,7 +132,7 @@ def build_context(run_id: str, task: Any, target: Any, proposer: Any, evaluate: 
                         ir_from_json=lambda d: CandidateIR.from_json(d, task), journal=store, budget=budget,
                         proposer_name=getattr(proposer, "name", "?"), budget_errors=default_budget_errors(),
                         initial_ir=CandidateIR.initial(task).to_json(),
-                        clock=RunClock(limits or Limits(), budget), cancel=_cancel_all(evaluate, remeasure))
+                        clock=RunClock(limits or Limits(), budget), cancel=kill_evaluator_workers)
 
 
 def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: TraceStore | None = None,
