@@ -158,6 +158,10 @@ def _take_away(final: dict, script_path: str | None, lib_path: str | None) -> No
 def _print_human(f: dict) -> None:
     print(f"run {f['run_id']}  task {f['task']}  target {f['target']}  proposer {f.get('proposer_label')}")
     print(best_line(f))
+    for rej in f.get("rejected") or []:  # finalists a fresh re-measure did not confirm (leka.agent.finalize)
+        print(f"finalize rejected the {rej['what']} (step {rej.get('step')}): {rej['reason']}")
+    if f.get("fallback"):
+        print(f"reported instead: the {f['fallback']}")
     contrib = _kernel_layers(f)
     print("layers (in the final kernel, search timings): " + "  ".join(f"{k} {v:.2f}x" for k, v in contrib.items()))
     spent = {k: v for k, v in (f.get("budget_spent") or {}).items() if v}
