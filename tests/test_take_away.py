@@ -99,3 +99,12 @@ def test_bench_export_scripts_writes_stored_sources(tmp_path, capsys):
     assert (cand.task, cand.target) == ("l1-a", "host-cpu") and "2.50x vs tvm-naive" in cand.source
     assert main(["bench", "export", base, "--store", str(db), "--scripts", str(out)]) == 2
     assert "baseline methods keep none" in capsys.readouterr().err
+
+
+def test_decisions_the_final_kernel_lacks_are_credited_nothing():
+    """finalize may keep an earlier kernel (its fresh re-measure failed the best): the credit follows it."""
+    s1 = {"op": "split", "loop": "i"}
+    path = [{"step": 2, "layer": "schedule", "kind": "accepted", "ratio": 1.65}]
+    irs = [{"step": 2, "kind": "accepted", "ir": _ir([s1])}]
+    out = kernel_credit({"path": path, "by_layer": {}, "total": 1.65}, irs, _ir([]))
+    assert out["path"][0]["in_kernel"] is False and out["total"] == pytest.approx(1.0)

@@ -18,8 +18,9 @@ class Progress(Protocol):
     def update(self, node: str, update: dict[str, Any]) -> None: ...
 
 
-def _fmt_x(v: Any) -> str:
-    return f"{v:.2f}x" if isinstance(v, (int, float)) else "-"
+def fmt_x(v: Any) -> str:
+    """A speedup; "—" when there is none (no timing, or no runnable kernel yet: stored as 0)."""
+    return f"{v:.2f}x" if isinstance(v, (int, float)) and v > 0 else "—"
 
 
 def step_cells(step: dict[str, Any]) -> list[str]:
@@ -33,7 +34,7 @@ def step_cells(step: dict[str, Any]) -> list[str]:
     short = {"calls": "calls", "tokens": "tok", "usd": "$", "compiles": "comp", "measurements": "meas"}
     spent_txt = " ".join(f"{short[k]}={spent[k]:.4g}" for k in short if spent.get(k))
     return [str(step.get("step")), step.get("layer", ""), step.get("outcome", ""),
-            f"{n_comp}/{n_ok}/{len(cands)}", _fmt_x(step.get("best_after")), what[:60],
+            f"{n_comp}/{n_ok}/{len(cands)}", fmt_x(step.get("best_after")), what[:60],
             f"{step.get('decision', '')}->{step.get('next', '')}", spent_txt[:40]]
 
 
@@ -106,7 +107,7 @@ class LiveProgress:
                          "evaluating"))
         if node == "finalize" and update.get("final"):
             f = update["final"]
-            self.footer = (f"final (fresh worker): correct={f['correct']} speedup={_fmt_x(f.get('speedup'))} "
+            self.footer = (f"final (fresh worker): correct={f['correct']} speedup={fmt_x(f.get('speedup'))} "
                            f"vs {f.get('baseline')}")
             self.now = "finalized"
         if self._live is not None:
@@ -130,7 +131,7 @@ class LineProgress:
                   file=self.stream, flush=True)
         if node == "finalize" and update.get("final"):
             f = update["final"]
-            print(f"  finalize: correct={f['correct']} speedup={_fmt_x(f.get('speedup'))} vs {f.get('baseline')}",
+            print(f"  finalize: correct={f['correct']} speedup={fmt_x(f.get('speedup'))} vs {f.get('baseline')}",
                   file=self.stream, flush=True)
 
 

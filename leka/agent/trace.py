@@ -210,7 +210,8 @@ def kernel_credit(contrib: dict[str, Any], irs: list[dict[str, Any]], best_ir: d
                   ) -> dict[str, Any]:
     """Per-layer credit of the decisions the final kernel contains. A decision that a later one replaced
     (a new schedule for the same loops, a restart) passes its ratio on to the next decision that is in
-    the kernel, so the layers' product is unchanged and no layer is credited for code the kernel lacks.
+    the kernel, so no layer is credited for code the kernel lacks; decisions after the kernel's last
+    one (finalize kept an earlier kernel) are credited nothing.
     Path entries gain in_kernel (True/False/None when the IR is unknown)."""
     if best_ir is None:
         return contrib
@@ -228,6 +229,5 @@ def kernel_credit(contrib: dict[str, Any], irs: list[dict[str, Any]], best_ir: d
             by_layer[p["layer"]] *= entry["credit"]
             carried = 1.0
         path.append(entry)
-    if carried != 1.0 and path:  # nothing after the replaced decisions is in the kernel: keep the total
-        by_layer[path[-1]["layer"]] *= carried
+    # decisions with no successor in the kernel (finalize fell back to an earlier kernel) credit nothing
     return {"path": path, "by_layer": by_layer, "total": math.prod(by_layer.values())}

@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("leka: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `leka ... | head`: the reader left; nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as e:  # a bug, not bad input: still one line for the user, the traceback on request
         if os.environ.get("LEKA_DEBUG"):
             raise

@@ -9,8 +9,8 @@ from .tables import Col, add_output_flags, output_mode, render
 
 PATH_LEGEND = ("legend: step = the agent step that made the decision; speedup = the best kernel's speedup vs the "
                "baseline before -> after it (search timings); bought = after / before; in kernel = whether the "
-               "final kernel still contains it (a replaced decision passes its credit to the one that replaced "
-               "it, so the per-layer product matches the final kernel).")
+               "final kernel still contains it (a decision replaced by a later one passes its credit on to it; "
+               "the per-layer product counts only what the final kernel contains).")
 STEPS_LEGEND = ("legend: # = proposal index in its step; result = accepted (became the best), base (an algorithm "
                 "rewrite kept to build on), a speedup that was not enough, or the failure; route = the graph's "
                 "decision after the step -> the node it went to.")
@@ -61,6 +61,8 @@ def run(args) -> int:
 
 
 def _list(store: Any, args: Any) -> int:
+    from leka.agent.progress import fmt_x
+
     runs = store.list_runs()
     if args.json:
         print(json.dumps([{k: r[k] for k in ("run_id", "task", "target", "proposer", "status", "created")}
@@ -69,7 +71,7 @@ def _list(store: Any, args: Any) -> int:
     rows = []
     for r in runs:
         sp = (r["final"] or {}).get("speedup")
-        rows.append([r["run_id"], r["status"], f"{sp:.2f}x" if isinstance(sp, (int, float)) else "-", r["task"],
+        rows.append([r["run_id"], r["status"], fmt_x(sp), r["task"],
                      r["target"]])
     render(f"LEKA runs in {store.path} (newest first)", [Col("run", "id"), Col("status", "id"),
                                                          Col("speedup", "num"), Col("task", "desc"),
@@ -81,6 +83,8 @@ def _show(run_rec: dict[str, Any], steps: list[dict[str, Any]], contrib: dict[st
           show_steps: bool) -> None:
     from rich.console import Console
 
+    from leka.agent.progress import fmt_x
+
     console = Console(highlight=False)
     say = (lambda text: console.print(text, markup=False)) if mode == "rich" else print
     rows = []
@@ -88,9 +92,10 @@ def _show(run_rec: dict[str, Any], steps: list[dict[str, Any]], contrib: dict[st
     for p in contrib["path"]:
         text = p["summary"] + (f" -- {p['rationale']}" if p.get("rationale") and p["rationale"] not in p["summary"]
                                else "")
-        inside = {True: "yes", False: "replaced", None: "?"}[p.get("in_kernel")]
+        inside = {True: "yes", False: "no", None: "?"}[p.get("in_kernel")]
         rows.append([str(p["step"]), p["layer"] + (" (base)" if p["kind"] == "base" else ""), text,
-                     f"{p['speedup_before']:.2f}x->{p['speedup_after']:.2f}x", f"{p['ratio']:.2f}x", inside]
+                     f"{fmt_x(p['speedup_before'])}->{fmt_x(p['speedup_after'])}",
+                     fmt_x(p["ratio"]) if p["speedup_before"] else "—", inside]
                     + ([(p.get("prompt_hash") or "-")[:12]] if prompts else []))
     cols = [Col("step", "num"), Col("layer", "id"), Col("decision"), Col("speedup", "id"), Col("bought", "num"),
             Col("in kernel", "id")] + ([Col("prompt", "id")] if prompts else [])
@@ -112,6 +117,8 @@ def _show(run_rec: dict[str, Any], steps: list[dict[str, Any]], contrib: dict[st
 
 
 def _say_final(say: Any, run_rec: dict[str, Any]) -> None:
+    from leka.agent.progress import fmt_x
+
     final = run_rec.get("final")
     if run_rec["status"] in ("failed", "interrupted"):
         say(f"run {run_rec['status']}: {(final or {}).get('error') or 'no reason recorded'}; "
@@ -120,16 +127,18 @@ def _say_final(say: Any, run_rec: dict[str, Any]) -> None:
     if not final:
         say(f"no final record (status {run_rec['status']})")
         return
-    sp = final.get("speedup")
-    if not final.get("correct"):
-        say(f"final (fresh worker): NOT verified: {final.get('failure')}: {final.get('error')}")
-    else:
-        say(f"final (fresh worker): correct, {sp:.2f}x vs {final.get('baseline')}" if isinstance(sp, (int, float))
-            else "final (fresh worker): correct, not timed")
+    from .tune_cmd import best_line
+
+    try:
+        say(f"final: {best_line(final)}")
+    except (KeyError, TypeError):  # a record of an older run without every timing field
+        say(f"final (fresh worker): correct={final.get('correct')} speedup {fmt_x(final.get('speedup'))}")
 
 
 def step_rows(steps: list[dict[str, Any]]) -> list[list[str]]:
     """Every proposal of every step: accepted, kept as base, rejected (with its speedup) or failed."""
+    from leka.agent.progress import fmt_x
+
     rows = []
     for s in steps:
         route = f"{s.get('decision', '')}->{s.get('next', '')}"
@@ -139,13 +148,13 @@ def step_rows(steps: list[dict[str, Any]]) -> list[list[str]]:
                          route])
         for c in cands:
             if s.get("accepted") == c.get("index"):
-                result = f"accepted {c.get('speedup') or 0:.2f}x"
+                result = f"accepted {fmt_x(c.get('speedup'))}"
             elif s.get("base") == c.get("index"):
-                result = f"base {c.get('speedup') or 0:.2f}x"
+                result = f"base {fmt_x(c.get('speedup'))}"
             elif c.get("failure"):
                 result = c["failure"]
             elif isinstance(c.get("speedup"), (int, float)):
-                result = f"{c['speedup']:.2f}x (not kept)"
+                result = f"{fmt_x(c['speedup'])} (not kept)"
             else:
                 result = "not evaluated"
             text = c.get("summary") or ""
