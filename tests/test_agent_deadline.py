@@ -176,3 +176,28 @@ def test_limits_from_the_budget():
     from leka.errors import LekaError
     with pytest.raises(LekaError, match="step limit must be > 0"):
         Limits(step_s=0)
+
+
+def test_finalize_remeasures_on_held_back_inputs_in_a_fresh_worker(monkeypatch):
+    import leka.evaluator
+    from leka.agent.session import fresh_worker_fn
+    from leka.evaluator import EvalConfig
+
+    made = []
+
+    class Recorder:
+        def __init__(self, target, config):
+            made.append(config)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def evaluate(self, task, source, baseline):
+            return type("R", (), {"to_json": lambda self: {"correct": True}})()
+    monkeypatch.setattr(leka.evaluator, "Evaluator", Recorder)
+    fresh = fresh_worker_fn("host-cpu", EvalConfig(trials=3), object(), "tvm-naive")
+    fresh("src"), fresh("src")
+    assert len(made) == 2 and all(c.holdout and c.seed is None and c.trials == 3 for c in made)

@@ -105,10 +105,9 @@ def evaluate_fn(evaluator: Any, task: Any, baseline: str) -> Callable[[str], dic
 def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str) -> Callable[[str], dict[str, Any]]:
     """Finalize's re-measure: a new Evaluator (new worker process) that lives for one evaluation, on new
     inputs: the evaluator's fresh seed and its held-back input families (holdout)."""
-    from dataclasses import fields, replace
+    from dataclasses import replace
 
-    if "holdout" in {f.name for f in fields(config)}:
-        config = replace(config, holdout=True)
+    config = replace(config, holdout=True)
 
     def remeasure(source: str) -> dict[str, Any]:
         from leka.evaluator import Evaluator
