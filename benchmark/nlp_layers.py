@@ -164,7 +164,11 @@ def softmax_temperature(rows: int, vocab: int, temp: float, src: str) -> Task:
         te_fn=lambda X: softmax_lastdim(X, scale=1.0 / temp),
         ref=lambda x: softmax_np(x / temp),
         flops=5 * rows * vocab,
-        desc=f"sampling distribution softmax(logits/{temp}) ({src})",
+        # A long row's float32 sum, when one logit dominates (p_max ~ 0.95, the rest spread over thousands of
+        # terms added to ~1), is off by ~1e-4 relative in the naive lowering itself.
+        rtol=1e-3 if vocab >= 16384 else None,
+        desc=f"sampling distribution softmax(logits/{temp}) ({src}"
+             + ("; rtol 1e-3: long float32 sum)" if vocab >= 16384 else ")"),
     )
 
 

@@ -5,7 +5,9 @@
 2. reproducibility: the ratio between two independent measurements of the same candidate (two
    evaluators, two workers), for the candidate time and for the speedup (goal within 5 %).
 
-Usage: python experiments/bench_evaluator.py [--task ex-dwconv3x3-kws] [--candidate FILE] [-n 10]
+Usage: python experiments/bench_evaluator.py [--candidate FILE] [-n 10] [--seed N] [--holdout]
+(--seed N pins the inputs, as the evaluator did before every evaluation drew a fresh seed: run both to see
+what fresh inputs cost.)
 """
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ def main() -> int:
     ap.add_argument("--candidate", default=str(ROOT / "examples" / "host-cpu" / "dwconv3x3.py"),
                     help="candidate file with a `# leka: task=... target=...` header")
     ap.add_argument("-n", type=int, default=10, help="evaluations for the overhead figure")
+    ap.add_argument("--seed", type=int, default=None,
+                    help="pin the input seed (inputs made once, as before fresh seeds per evaluation); default: fresh")
+    ap.add_argument("--holdout", action="store_true", help="judge with the held-back input families too")
     args = ap.parse_args()
 
     from leka.candidate import load_candidate
@@ -34,7 +39,10 @@ def main() -> int:
     target = cand.target or "host-cpu"
     print(f"candidate {args.candidate} · task {task.id} · target {target}")
     t0 = time.perf_counter()
-    with Evaluator(target, EvalConfig()) as ev:
+    cfg = EvalConfig(seed=args.seed, holdout=args.holdout)
+    print(f"inputs: {'pinned seed ' + str(args.seed) if args.seed is not None else 'a fresh seed per evaluation'}"
+          f"{', with the held-back families' if args.holdout else ''}")
+    with Evaluator(target, cfg) as ev:
         ev.worker.request({"op": "ping"}, 60)  # worker start-up is paid once per run, not per candidate
         startup = time.perf_counter() - t0
         over, comp, first = [], [], None
@@ -46,7 +54,7 @@ def main() -> int:
             over.append(r.overhead_s)
             comp.append(r.compile_s)
             first = first or r
-    with Evaluator(target, EvalConfig()) as ev2:
+    with Evaluator(target, cfg) as ev2:
         second = ev2.evaluate(task, cand.source)
     print(f"worker start-up (once per evaluator): {startup:.2f} s")
     print(f"overhead per candidate excluding compile: median {statistics.median(over):.3f} s "
