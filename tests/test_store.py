@@ -42,11 +42,12 @@ def test_export_jsonl_and_csv(tmp_path):
     st = ResultStore(tmp_path / "r.sqlite")
     rid = st.create_run("tvm-naive", "host-cpu", {})
     st.add_sample(rid, record("t1", 0))
-    st.add_sample(rid, record("t1", 1, speedup=2.0))
+    st.add_sample(rid, dict(record("t1", 1, speedup=2.0), input_seed=987654321))
     lines = st.export(rid, "jsonl").splitlines()
     assert [json.loads(x)["sample_idx"] for x in lines] == [0, 1]
     rows = list(csv.DictReader(io.StringIO(st.export(rid, "csv"))))
     assert rows[1]["speedup"] == "2.0" and json.loads(rows[0]["versions"])["tvm"] == "0.27.0"
+    assert rows[1]["input_seed"] == "987654321" and json.loads(lines[1])["input_seed"] == 987654321
     with pytest.raises(StoreError):
         st.export(rid, "xml")
 

@@ -54,7 +54,8 @@ SAMPLE_COLUMNS = ("task", "pattern", "workload", "level", "domain", "target", "m
                   "candidate_hash", "proposer", "compiled", "correct", "failure", "error", "mismatch_count",
                   "speedup", "candidate_ms", "spread", "baseline", "baseline_ms", "baseline_spread",
                   "roofline_fraction")
-EXPORT_COLUMNS = ("run_id",) + SAMPLE_COLUMNS + ("budget", "versions")
+# input_seed: replays the sample's inputs (`leka eval --seed`); it lives in record_json.
+EXPORT_COLUMNS = ("run_id",) + SAMPLE_COLUMNS + ("input_seed", "budget", "versions")
 
 
 class StoreError(LekaError):
