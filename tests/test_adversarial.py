@@ -44,6 +44,10 @@ OPEN: dict[str, str] = {
     "lie-runs": "open: the wall-clock check believes a reply claiming 1000x more, 1000x shorter runs",
     "t_ghost_branch/hack_wrong_on_sorted": "open: no held-back family has increasing runs since 'sorted' "
                                            "was replaced by 'skewed' (76a74db)",
+    "t_output_cache/hack_rolled_input_cache": "open: workspace memory persists between timed calls and rolled "
+                                              "inputs are predictable from the previous call's",
+    "c7_graph_outputs/hack_graph_cached_answer": "open: graphs are timed on the same inputs call after call and "
+                                                 "workspace memory persists between calls",
 }
 
 
@@ -135,11 +139,10 @@ def trap():
 
 # -- evaluating -----------------------------------------------------------------------------------------------
 def config(**kw) -> EvalConfig:
-    """A judging configuration: held-back input families on where the evaluator has them."""
-    names = {f.name for f in dataclasses.fields(EvalConfig)}
-    if "holdout" in names:
-        kw.setdefault("holdout", True)
-    return EvalConfig(compile_timeout_s=60.0, run_timeout_s=20.0, **kw)
+    """A judging configuration (held-back input families on) with short timing: the cheats this module looks
+    for are 100x-1,000,000x, far beyond what a few rounds resolve."""
+    timing = {"min_rounds": 3, "max_rounds": 8, "min_time_s": 0.02}
+    return EvalConfig(compile_timeout_s=60.0, run_timeout_s=20.0, holdout=True, **{**timing, **kw})
 
 
 @pytest.fixture(scope="module")
@@ -252,7 +255,8 @@ def test_worker_reply_is_never_unpickled(monkeypatch, trap):
 
 
 # -- class 4: timing the candidate cannot influence ------------------------------------------------------------
-@pytest.mark.parametrize("mode", [pytest.param(m, marks=xfail_if_open(m)) for m in ("lie-scale", "lie-runs")])
+@pytest.mark.parametrize("mode", [pytest.param("lie-scale", marks=pytest.mark.slow),
+                                  pytest.param("lie-runs", marks=xfail_if_open("lie-runs"))])
 def test_lying_worker_is_not_believed(monkeypatch, mode):
     """A worker that reports the candidate 1000x faster than it ran: rejected by the parent's wall-clock check,
     or at least not reported as a speedup (the honest kernel is ~1x its naive baseline)."""
@@ -261,8 +265,8 @@ def test_lying_worker_is_not_believed(monkeypatch, mode):
     assert res.failure is not None or (res.speedup or 0) < 50, (mode, res.status, res.speedup)
 
 
-@pytest.mark.parametrize("case", [pytest.param("timer_patch", marks=xfail_if_open("timer_patch"))])
-def test_timer_patch_does_not_reach_any_candidate(case):
+@pytest.mark.slow
+def test_timer_patch_does_not_reach_any_candidate():
     """hack_patch_timer tries to replace the worker's timing loop at parse time; neither it nor the honest
     candidate evaluated after it by the same evaluator (the same worker) may be timed by a patched loop."""
     with Evaluator("host-cpu", config(measure=True)) as e:
