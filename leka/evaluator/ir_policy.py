@@ -115,7 +115,8 @@ def _check_call(call: Any, prim_funcs: set[str]) -> None:
     elif name in _RELAX_CALL_TIR:
         callee = call.args[0] if len(call.args) else None
         if not (isinstance(callee, tvm.ir.GlobalVar) and callee.name_hint in prim_funcs):
-            raise IRPolicyViolation(f"{name} of '{callee}' is not allowed (only PrimFuncs of this module)")
+            shown = getattr(callee, "name_hint", callee)
+            raise IRPolicyViolation(f"{name} of '{shown}' is not allowed (only PrimFuncs of this module)")
     elif name in _RELAX_DENIED or "packed" in name or "extern" in name:
         first = call.args[0] if len(call.args) else None
         callee = getattr(first, "value", None) or getattr(first, "global_symbol", None) \

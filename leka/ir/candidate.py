@@ -54,11 +54,14 @@ class CandidateIR:
 
     @classmethod
     def from_json(cls, d: dict[str, Any], task: Any = None) -> "CandidateIR":
-        if not isinstance(d, dict) or "task" not in d:
+        if not isinstance(d, dict) or not isinstance(d.get("task"), str):
             raise IRFormatError("a candidate IR is a JSON object with 'task', 'algorithm', 'schedule', 'memory'")
+        notes = d.get("notes") or {}
+        if not isinstance(notes, dict):
+            raise IRFormatError("a candidate IR's 'notes' must be a JSON object")
         return cls(task_id=d["task"], algorithm=AlgorithmLayer.from_json(d.get("algorithm")),
                    schedule=ScheduleLayer.from_json(d.get("schedule", [])),
-                   memory=MemoryLayer.from_json(d.get("memory", [])), notes=dict(d.get("notes") or {}), task=task)
+                   memory=MemoryLayer.from_json(d.get("memory", [])), notes=dict(notes), task=task)
 
     def hash(self) -> str:
         body = {k: v for k, v in self.to_json().items() if k != "notes"}
