@@ -92,3 +92,21 @@ def test_output_to_a_pipe_is_plain(tmp_path):
     assert p.returncode == 0 and "┃" not in p.stdout and p.stdout.splitlines()[1].startswith("id ")
     t = subprocess.run([exe, "bench", "list", "--limit", "2", "--tsv"], capture_output=True, text=True, timeout=120)
     assert t.stdout.splitlines()[0].split("\t")[:3] == ["id", "L", "domain"]
+
+
+def test_live_view_says_what_is_being_evaluated():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from leka.agent.progress import LiveProgress
+
+    view = LiveProgress("t", Console(file=StringIO(), width=80))
+    view.journal("step3:proposals", [{"meta": {"rule": "cpu.tile"}}, {"meta": {"rule": "cpu.vectorize"}}])
+    assert view._status().startswith("step 3: evaluating 2 proposal(s): cpu.tile, cpu.vectorize · elapsed 0:00:0")
+    view.journal("step3:eval0", {"correct": True, "speedup": 2.5})
+    assert view._status().startswith("step 3: evaluated 1/2 (2.50x)")
+    view.journal("step3:eval1", {"correct": False, "failure": "wrong"})
+    assert view._status().startswith("step 3: evaluated 2/2 (wrong)")
+    view.journal("final:eval", {"correct": True, "speedup": 0.0})
+    assert view._status().startswith("finalize: re-measured in a fresh worker (—)")

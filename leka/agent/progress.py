@@ -95,6 +95,21 @@ class LiveProgress:
             self.now = "finished" if exc[0] is None else f"stopped: {exc[0].__name__}"
             self._live.__exit__(*exc)  # draws the last frame once more, with this status
 
+    def journal(self, key: str, value: Any) -> None:
+        """Work inside a step, from the run's journal: the proposals made, then each evaluation's result."""
+        head, _, what = key.partition(":")
+        step = head[4:] if head.startswith("step") else head
+        if what == "proposals" and isinstance(value, list):
+            self._proposals = [((p.get("meta") or {}).get("rule") or p.get("layer") or "?") for p in value]
+            names = ", ".join(self._proposals[:3]) + (", ..." if len(self._proposals) > 3 else "")
+            self.now = f"step {step}: evaluating {len(value)} proposal(s): {names}"
+        elif what.startswith("eval") and isinstance(value, dict):
+            n = len(getattr(self, "_proposals", [])) or "?"
+            result = fmt_x(value.get("speedup")) if value.get("correct") else (value.get("failure") or "failed")
+            label = "finalize: re-measured in a fresh worker" if head == "final" else \
+                f"step {step}: evaluated {int(what[4:] or 0) + 1}/{n}"
+            self.now = f"{label} ({result})"
+
     def update(self, node: str, update: dict[str, Any]) -> None:
         for step in update.get("steps", []):
             self.rows.append(step_cells(step))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -58,6 +59,8 @@ def drive(ctx: AgentContext, store: TraceStore, *, policy: Policy | None = None,
     ctx.budget (off when the budget is shared with other work that accounts for itself).
     """
     progress = progress or NoProgress()
+    if hasattr(progress, "journal"):  # a view that shows the work inside a step as it is journaled
+        ctx = replace(ctx, journal=_WatchedJournal(ctx.journal, progress.journal))
     with open_checkpointer(checkpoint) as saver:
         if resume:
             run = store.get_run(ctx.run_id)
@@ -97,6 +100,27 @@ def drive(ctx: AgentContext, store: TraceStore, *, policy: Policy | None = None,
         raise LekaError(f"run {ctx.run_id} ended without a final record; `leka tune --resume {ctx.run_id}`")
     store.set_status(ctx.run_id, "done", final)
     return final
+
+
+class _WatchedJournal:
+    """The run's journal, telling a progress view each write (proposals made, evaluations done): the graph
+    streams an update only when a whole step ends."""
+
+    def __init__(self, journal: Any, notify: Any):
+        self._journal, self._notify = journal, notify
+
+    def journal_get(self, run_id: str, key: str) -> Any:
+        return self._journal.journal_get(run_id, key)
+
+    def journal_put(self, run_id: str, key: str, value: Any) -> None:
+        self._journal.journal_put(run_id, key, value)
+        try:
+            self._notify(key, value)
+        except Exception:  # noqa: BLE001 - a display must never break the run
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._journal, name)
 
 
 @contextmanager
