@@ -13,10 +13,11 @@ import tvm
 from leka.compiler import build
 from leka.evaluator import EvalConfig, Evaluator
 from leka.evaluator.pool import Worker
-from leka.evaluator.timing import alternate, plausible
+from leka.evaluator.timing import alternate as alternate_rounds
+from leka.evaluator.timing import plausible
 from leka.remote.job import parse_candidate
 from leka.runners import get_runner
-from leka.runners.poison import rolled
+from leka.runners.poison import _call_script, alternate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -70,12 +71,19 @@ def _loaded(source: str):
     return ld, ins
 
 
-def _best(ld, poison, n: int = 10, tries: int = 3) -> float:
-    return min(ld.time(n, poison) for _ in range(tries))
+def _best(ld, n: int = 10, tries: int = 3) -> float:
+    return min(ld.time(n) for _ in range(tries))
 
 
-def test_timed_callable_is_the_librarys_time_evaluator_with_our_preproc(monkeypatch):
+def _chunks_from(got: np.ndarray, *sources: np.ndarray) -> bool:
+    """Every 16-element chunk of `got` equals the same chunk of one of `sources`."""
+    g = got.reshape(-1, 16)
+    return all(any(np.array_equal(row, s.reshape(-1, 16)[k]) for s in sources) for k, row in enumerate(g))
+
+
+def test_timed_callable_is_tvms_time_evaluator_calling_the_library_kernel(monkeypatch):
     ld, ins = _loaded(honest())
+    ld.arm([2])
     seen = []
     real = tvm.runtime.Module.time_evaluator
 
@@ -84,15 +92,24 @@ def test_timed_callable_is_the_librarys_time_evaluator_with_our_preproc(monkeypa
         return real(self, func_name, dev, **kw)
 
     monkeypatch.setattr(tvm.runtime.Module, "time_evaluator", spy)
-    assert ld.time(3, [2]) > 0
+    assert ld.time(3) > 0
     (mod, name, kw), = seen
-    assert mod.same_as(ld.artifact.executable.mod) and name == ld.artifact.entry
-    assert kw["number"] == 1 and kw["repeat"] == 3 and kw["f_preproc"].startswith("leka.preproc.")
-    # The preproc ran before each of the 3 timed calls: inputs rolled 3 rows, outputs their product.
+    # The timed function is our one-line wrapper around the library's kernel; the preproc runs untimed.
+    assert mod.same_as(ld.preproc.call) and name == "call"
+    assert kw["number"] == 1 and kw["repeat"] == 3 and kw["f_preproc"].startswith("leka.mix.")
+    assert ld.preproc.module.same_as(ld.artifact.executable.mod) and ld.preproc.entry == ld.artifact.entry
+    assert tvm.get_global_func(ld.preproc.kernel_name).same_as(ld.preproc.kernel)
+    assert "call_packed" in _call_script([("A", (4,), "float32")], [0], "k") and "leka" not in ld.artifact.entry
+    # Before each timed run the inputs were a fresh mix of the uploaded and alternate inputs; the outputs
+    # are the product of the last mix.
     a, b, c = ld.download()
-    np.testing.assert_array_equal(a, rolled(ins[0], 3))
-    np.testing.assert_array_equal(b, rolled(ins[1], 3))
+    assert _chunks_from(a, ins[0], alternate(ins[0])) and not np.array_equal(a, ins[0])
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+    # The final run restores the uploaded inputs.
+    ld.time(1, final=True)
+    a, b, c = ld.download()
+    np.testing.assert_array_equal(a, ins[0])
+    np.testing.assert_allclose(c, ins[0] @ ins[1], rtol=1e-4, atol=1e-3)
 
 
 def test_alternate_times_only_through_the_runner():
@@ -105,24 +122,26 @@ def test_alternate_times_only_through_the_runner():
         def run(self):
             calls.append((self.name, "run"))
 
-        def time(self, number, poison=()):
-            calls.append((self.name, "time", number, tuple(poison)))
+        def time(self, number):
+            calls.append((self.name, "time", number))
             return 1e-3
 
-    out = alternate(Fake("c"), Fake("b"), poison=[2], min_rounds=3, max_rounds=3, min_time_s=0, min_run_ms=2.0)
+    out = alternate_rounds(Fake("c"), Fake("b"), min_rounds=3, max_rounds=3, min_time_s=0, min_run_ms=2.0)
     assert out["candidate_n"] == out["baseline_n"] == 2 and len(out["candidate_s"]) == 3
-    assert {c[1] for c in calls} == {"run", "time"} and all(c[3] == (2,) for c in calls if c[1] == "time")
+    assert {c[1] for c in calls} == {"run", "time"}
 
 
 @pytest.mark.parametrize("hack", [reuse(), CACHE], ids=["output-reuse", "scratch-cache"])
 def test_answer_reusing_kernels_are_timed_doing_the_work(hack):
     fair, _ = _loaded(honest())
     cheat, _ = _loaded(hack)
-    t_honest = _best(fair, [2])
+    fair.arm([2])
+    t_honest = _best(fair)
     # Without the preproc (the old protocol) the trick works: the kernel is timed skipping the work ...
-    assert _best(cheat, ()) < t_honest / 5
+    assert _best(cheat) < t_honest / 5
     # ... with it, every timed run does the work.
-    assert _best(cheat, [2]) > t_honest / 2
+    cheat.arm([2])
+    assert _best(cheat) > t_honest / 2
 
 
 def test_output_reuse_kernel_through_the_evaluator_is_timed_doing_the_work():
@@ -175,14 +194,18 @@ def test_a_faked_timing_reply_is_rejected():
 
 @pytest.mark.skipif(not __import__("leka.targets", fromlist=["get_target"]).get_target("opencl-pocl").runnable,
                     reason="no OpenCL device (PoCL)")
-def test_opencl_runner_rolls_inputs_and_poisons_outputs_between_timed_runs():
+def test_opencl_runner_mixes_inputs_and_poisons_outputs_between_timed_runs():
     art = build(parse_candidate((ROOT / "examples" / "opencl-pocl" / "matmul.py").read_text()), "opencl-pocl")
     ld = get_runner("opencl-pocl").load(art)
     rng = np.random.default_rng(0)
     ins = [rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2)]
     ld.upload(ins + [np.zeros((256, 256), np.float32)])
-    assert ld.rolls_inputs and ld.time(3, [2]) > 0
+    ld.arm([2])
+    assert ld.time(3) > 0
     a, b, c = ld.download()
-    np.testing.assert_array_equal(a, rolled(ins[0], 3))
-    np.testing.assert_array_equal(b, rolled(ins[1], 3))
+    assert not np.array_equal(a, ins[0]) and np.all((a == ins[0]) | (a == alternate(ins[0])))
     np.testing.assert_allclose(c, a @ b, rtol=1e-4, atol=1e-3)
+    ld.time(1, final=True)
+    a, b, c = ld.download()
+    np.testing.assert_array_equal(a, ins[0])
+    np.testing.assert_allclose(c, ins[0] @ ins[1], rtol=1e-4, atol=1e-3)

@@ -34,9 +34,9 @@ class GraphExec:
     def download(self) -> list[np.ndarray]:
         return [t.numpy() for t in self._inputs] + self._outputs
 
-    def time(self, number: int, poison: Sequence[int] = ()) -> float:
-        """The VM's own time_evaluator. A graph allocates its outputs on every call: `poison` (output
-        params of a kernel) does not apply."""
+    def time(self, number: int, final: bool = False) -> float:
+        """The VM's own time_evaluator. A graph allocates its outputs on every call: it is not armed with the
+        kernels' preproc (leka.runners.poison), and `final` changes nothing."""
         return float(self.vm.time_evaluator("main", self.dev, number=number, repeat=1)(*self._inputs).mean)
 
 

@@ -1,10 +1,10 @@
 """Timing protocol: warm-up, then rounds that alternate candidate and baseline (ABBA order) so a
 drift in clock speed or machine load hits both sides alike; statistics are medians and IQRs.
 
-``alternate`` runs inside the worker on the runners' ``time(number, poison)``: for TVM that is the
-loaded library's own ``time_evaluator`` (a C++ loop, one timed call per repeat) with the output buffers
-refilled with poison before every call by a compiled function of ours (leka.runners.poison), so the
-timed function is the compiled kernel alone and never finds a previous answer in its outputs.
+``alternate`` runs inside the worker on the runners' ``time(number)``: for TVM kernels that is TVM's
+``time_evaluator`` (a C++ loop, one timed call per repeat) with, once armed, a compiled preproc of ours
+before every call that poisons the outputs and gives the kernel fresh inputs (leka.runners.poison), so
+nothing but the kernel is timed and no run can reuse an earlier answer.
 ``plausible`` runs in the parent: the work a timing reply reports must fit the wall time it took.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 class Timeable(Protocol):
     def run(self) -> None: ...
-    def time(self, number: int, poison: Sequence[int] = ()) -> float: ...
+    def time(self, number: int) -> float: ...
 
 
 MAX_RUNS = 10_000  # runs per round at most
@@ -28,24 +28,24 @@ def _runs_for(per_run_s: float, min_run_ms: float) -> int:
     return max(1, min(MAX_RUNS, math.ceil(min_run_ms / 1e3 / max(per_run_s, 1e-7))))
 
 
-def _calibrate(x: Timeable, min_run_ms: float, poison: Sequence[int]) -> int:
+def _calibrate(x: Timeable, min_run_ms: float) -> int:
     """How many runs make one round last at least min_run_ms: one run, then for fast kernels the best of
     two rounds at that estimate (a preempted measurement would make rounds far too short)."""
-    n = _runs_for(x.time(1, poison), min_run_ms)
+    n = _runs_for(x.time(1), min_run_ms)
     if n > 1:
-        n = _runs_for(min(x.time(n, poison) for _ in range(2)), min_run_ms)
+        n = _runs_for(min(x.time(n) for _ in range(2)), min_run_ms)
     return n
 
 
-def alternate(cand: Timeable, base: Timeable, *, poison: Sequence[int] = (), warmup: int = 2,
+def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
               min_rounds: int = 7, max_rounds: int = 40, min_time_s: float = 0.08,
               min_run_ms: float = 2.0) -> dict[str, Any]:
     """Per-round seconds per run of each side ("candidate_s", "baseline_s") and the runs per round
-    ("candidate_n", "baseline_n"). `poison`: positions of the output params refilled before every run."""
+    ("candidate_n", "baseline_n")."""
     for _ in range(warmup):
         cand.run()
         base.run()
-    nc, nb = _calibrate(cand, min_run_ms, poison), _calibrate(base, min_run_ms, poison)
+    nc, nb = _calibrate(cand, min_run_ms), _calibrate(base, min_run_ms)
     c_times: list[float] = []
     b_times: list[float] = []
     spent_c = spent_b = 0.0
@@ -56,7 +56,7 @@ def alternate(cand: Timeable, base: Timeable, *, poison: Sequence[int] = (), war
         if r % 2:
             order = order[::-1]
         for x, n, out in order:
-            out.append(x.time(n, poison))
+            out.append(x.time(n))
         spent_c += c_times[-1] * nc
         spent_b += b_times[-1] * nb
         r += 1

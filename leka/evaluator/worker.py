@@ -156,25 +156,21 @@ def _run_trials(loaded: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
 
 def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     from leka.evaluator.timing import alternate
-    from leka.runners.poison import array, roll_axis, rolled
+    from leka.runners.poison import array
 
     args, trial = req["args"], [np.asarray(a) for a in req["timing_inputs"]]
     outs_spec = [a for a in args if a[3] == "output"]
-    poison = list(range(len(trial), len(trial) + len(outs_spec)))
     fills = [array(s[1], s[2]) for s in outs_spec]
-    # Before every timed run the runner's preproc poisons the outputs and rolls the inputs by one row
-    # (leka.runners.poison), so no run finds a previous answer. The rounds run on the inputs flipped along
-    # the roll axis: the kernel never sees the parent's inputs until the check below.
-    rolls = all(getattr(side.exec, "rolls_inputs", False) for side in (cand, base))
-    flipped = [np.ascontiguousarray(np.flip(a, roll_axis(a.shape))) if rolls and roll_axis(a.shape) is not None
-               else a for a in trial]
     for side in (cand, base):
-        side.exec.upload(flipped + fills)
-    timed = alternate(cand.exec, base.exec, poison=poison, **req["timing"])
-    # One more timed run whose preproc turns the inputs into the parent's own (and poisons the outputs):
-    # what it leaves is checked by the parent against their reference, inputs included.
-    cand.exec.upload(([rolled(a, -1) for a in trial] if rolls else trial) + fills)
-    cand.exec.time(1, poison)
+        side.exec.upload(trial + fills)
+        # From here every timed run is preceded (untimed) by the runner's preproc: outputs poisoned, inputs a
+        # fresh mix of these and their alternate (leka.runners.poison); warm-ups see the alternate inputs.
+        if hasattr(side.exec, "arm"):
+            side.exec.arm(list(range(len(trial), len(trial) + len(outs_spec))))
+    timed = alternate(cand.exec, base.exec, **req["timing"])
+    # One more timed run whose preproc restores the parent's inputs: its outputs and inputs are what the
+    # parent checks against the reference of those inputs.
+    cand.exec.time(1, final=True)
     after = cand.exec.download()
     return {"ok": True, **timed, "outputs_after": after[len(trial):], "inputs_after": after[:len(trial)]}
 

@@ -4,8 +4,8 @@
     loaded.upload(arrays)      # every param in order (inputs then outputs), host -> device
     loaded.run()               # one synchronous execution
     outs = loaded.download()   # every param, device -> host
-    secs = loaded.time(number, poison)  # mean seconds per run over `number` timed runs; the params at
-                                        # positions `poison` refilled with poison before each (poison.py)
+    loaded.arm(outputs)        # before every later timed run: outputs poisoned, inputs mixed (poison.py)
+    secs = loaded.time(number) # mean seconds per run over `number` timed runs
 
 llvm: TVM runtime on tvm.cpu(); opencl-pyopencl: TVM's OpenCL C replayed through pyopencl with TVM's
 launch geometry; cuda: TVM runtime on tvm.cuda() (GPU needed); edge presets are build-only.
@@ -28,7 +28,8 @@ class Loaded(Protocol):
     def upload(self, arrays: Sequence[np.ndarray]) -> None: ...
     def run(self) -> None: ...
     def download(self) -> list[np.ndarray]: ...
-    def time(self, number: int, poison: Sequence[int] = ()) -> float: ...
+    def arm(self, outputs: Sequence[int]) -> None: ...
+    def time(self, number: int, final: bool = False) -> float: ...
 
 
 class Runner(Protocol):

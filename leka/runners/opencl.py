@@ -71,10 +71,12 @@ class OpenCLLoaded:
         self.workspaces = [cl.Buffer(self.ctx, mf.READ_WRITE, max(1, w.nbytes)) for w in artifact.workspaces]
         self.buffers: list = []
         self.host: list[np.ndarray] = []
+        self.armed = None
 
     def upload(self, arrays: Sequence[np.ndarray]) -> None:
         cl = self.cl
         self.host = check_arrays(self.params, arrays)
+        self.armed = None  # (alternate inputs, output poison, rng) once timing is armed
         self.buffers = [cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
                         if a.nbytes else cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, 1) for a in self.host]
         self.queue.finish()
@@ -109,44 +111,40 @@ class OpenCLLoaded:
         self.queue.finish()
         return out
 
-    rolls_inputs = True  # time(…, poison) rolls the inputs before every run, as the TVM runners do
+    def arm(self, outputs: Sequence[int]) -> None:
+        """Before every later timed run, untimed: outputs poisoned, inputs a fresh mix of the uploaded ones and
+        their alternate, as for TVM kernels (leka.runners.poison); the device inputs become the alternate."""
+        from .poison import alternate, value
 
-    def _preproc(self, poison: Sequence[int]) -> list:
-        """Per run, untimed: poison the outputs, roll every input by one row (leka.runners.poison) into a
-        spare buffer that then takes its place."""
-        from .poison import roll_axis, value
+        inputs = [i for i in range(len(self.host)) if i not in outputs]
+        alt = {i: alternate(self.host[i]) for i in inputs}
+        for i, a in alt.items():
+            if a.nbytes:
+                self.cl.enqueue_copy(self.queue, self.buffers[i], a)
+        self.queue.finish()
+        fills = {i: np.asarray(value(self.params[i][2]), dtype=self.params[i][2]) for i in outputs}
+        self.armed = (alt, fills, np.random.default_rng(0x9E3779B9))
 
-        cl, steps = self.cl, []
-        for i, (host, (_n, shape, dtype)) in enumerate(zip(self.host, self.params)):
-            if not host.nbytes:
-                continue
-            if i in poison:
-                pattern = np.asarray(value(dtype), dtype=dtype)
-                steps.append(lambda i=i, p=pattern: cl.enqueue_fill_buffer(self.queue, self.buffers[i], p, 0,
-                                                                            self.host[i].nbytes))
-            elif roll_axis(shape) is not None:
-                row = int(np.prod(shape[roll_axis(shape) + 1:], dtype=np.int64)) * host.itemsize
-                spare = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, host.nbytes)
-                steps.append(lambda i=i, row=row, box=[spare]: self._roll(i, row, box))
-        return steps
+    def _preproc(self, final: bool) -> None:
+        alt, fills, rng = self.armed
+        for i, a in alt.items():
+            if a.nbytes:
+                mixed = self.host[i] if final else np.where(rng.integers(0, 2, a.shape, dtype=bool), a, self.host[i])
+                self.cl.enqueue_copy(self.queue, self.buffers[i], np.ascontiguousarray(mixed))
+        for i, pattern in fills.items():
+            if self.host[i].nbytes:
+                self.cl.enqueue_fill_buffer(self.queue, self.buffers[i], pattern, 0, self.host[i].nbytes)
+        self.queue.finish()
 
-    def _roll(self, i: int, row: int, box: list) -> None:
-        src, dst, total = self.buffers[i], box[0], self.host[i].nbytes
-        self.cl.enqueue_copy(self.queue, dst, src, byte_count=total - row, src_offset=row, dst_offset=0)
-        self.cl.enqueue_copy(self.queue, dst, src, byte_count=row, src_offset=0, dst_offset=total - row)
-        self.buffers[i], box[0] = dst, src
-
-    def time(self, number: int, poison: Sequence[int] = ()) -> float:
+    def time(self, number: int, final: bool = False) -> float:
         """Mean wall time per run over `number` runs, each synchronised (launch cost included, as TVM's
-        time_evaluator includes it on other devices). With `poison` (the output positions), before every
-        run and untimed: outputs poisoned, inputs rolled, so a kernel never finds its previous answer."""
+        time_evaluator includes it on other devices); armed, the preproc before each run (untimed), `final`
+        restoring the uploaded inputs."""
         self.run()  # warm-up: first launch pays PoCL's kernel JIT
-        steps = self._preproc(poison) if poison else []
         total = 0.0
         for _ in range(max(1, number)):
-            for step in steps:
-                step()
-            self.queue.finish()
+            if self.armed is not None:
+                self._preproc(final)
             t0 = time.perf_counter()
             self._enqueue()
             self.queue.finish()

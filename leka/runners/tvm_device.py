@@ -16,6 +16,7 @@ class TVMLoaded:
         self.params = artifact.params
         self.tensors: list = []
         self.outputs: list = []  # relax: returned arrays
+        self.preproc = None  # leka.runners.poison.Preproc once timing is armed
         if artifact.is_relax:
             self.vm = tvm.relax.VirtualMachine(artifact.executable, dev)
             self.func = self.vm["main"]
@@ -33,6 +34,7 @@ class TVMLoaded:
             arrays = list(arrays)[:len(self.params)]
         arrays = check_arrays(self.params, arrays)
         self.tensors = [tvm.runtime.tensor(a, self.dev) for a in arrays]
+        self.preproc = None  # timing is armed again for new arrays
 
     def run(self) -> None:
         if not self.tensors and self.params:
@@ -46,24 +48,26 @@ class TVMLoaded:
         self.dev.sync()
         return [t.numpy() for t in self.tensors] + [o.numpy() for o in self.outputs]
 
-    @property
-    def rolls_inputs(self) -> bool:
-        """Whether time(…, poison) also rolls the inputs before every run (kernels; not graphs)."""
-        return self.vm is None
+    def arm(self, outputs: Sequence[int]) -> None:
+        """Time every later run with the preproc of leka.runners.poison before it (outputs poisoned, inputs a
+        fresh mix of the uploaded ones and their alternate); `outputs`: the output params' positions. Graphs
+        allocate fresh outputs on every call and are not armed."""
+        if self.vm is None:
+            from .poison import Preproc
 
-    def timer(self, number: int, poison: Sequence[int] = ()):
-        """The loaded library's own time_evaluator (a C++ loop: nothing in Python is timed). Kernels: one
-        call per repeat; with `poison` (the output positions) a preproc of ours runs before each, untimed:
-        outputs poisoned, inputs rolled (leka.runners.poison). Graphs allocate fresh outputs on every call:
-        `number` back-to-back calls."""
+            self.preproc = Preproc(self.artifact.executable.mod, self.artifact.entry, self.tensors, self.params,
+                                   outputs, self.dev)
+
+    def time(self, number: int, final: bool = False) -> float:
+        """Mean seconds per run over `number` runs timed by TVM's time_evaluator (a C++ loop: nothing in
+        Python is timed), one run per repeat. Armed: the preproc before each run, untimed; `final`: it restores
+        the uploaded inputs (the run whose outputs are checked). Graphs: `number` back-to-back calls."""
         if self.vm is not None:
-            return self.vm.time_evaluator("main", self.dev, number=number, repeat=1)
-        from .poison import preproc
-
-        f_preproc = preproc(self.params, poison, self.dev) if poison else ""
-        return self.artifact.executable.mod.time_evaluator(self.artifact.entry, self.dev, number=1, repeat=number,
-                                                           f_preproc=f_preproc)
-
-    def time(self, number: int, poison: Sequence[int] = ()) -> float:
-        """Mean seconds per run over `number` timed runs."""
-        return float(np.mean(self.timer(number, poison)(*self.tensors).results))
+            return float(self.vm.time_evaluator("main", self.dev, number=number, repeat=1)(*self.tensors).mean)
+        if self.preproc is not None:
+            timer, args = self.preproc.timer(number, final)
+        else:
+            timer = self.artifact.executable.mod.time_evaluator(self.artifact.entry, self.dev, number=1,
+                                                                repeat=number)
+            args = self.tensors
+        return float(np.mean(timer(*args).results))
