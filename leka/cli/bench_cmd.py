@@ -273,26 +273,34 @@ def _pct(x) -> str:
 
 
 class _Progress:
-    """A rich progress bar over samples (finished ones included on resume), naming the task in progress."""
+    """A rich progress bar over samples (finished ones included on resume) under a line naming the task in
+    progress: a task id has its own line, so it is never cut to fit beside the bar."""
 
     def __init__(self, total: int, quiet: bool) -> None:
         self.total, self.quiet, self.correct, self.seen = total, quiet, 0, 0
+        self.now = "starting"
 
     def __enter__(self) -> "_Progress":
         if not self.quiet:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.text import Text
 
-            self.p = Progress(TimeElapsedColumn(), BarColumn(bar_width=12), MofNCompleteColumn(),
-                              TextColumn("ok {task.fields[correct]}"), TextColumn("{task.description}"),
-                              console=Console(stderr=True))
+            outer = self
+
+            class _TwoLines(Progress):
+                def get_renderables(self):  # type: ignore[override]
+                    yield Text(outer.now, overflow="fold")
+                    yield self.make_tasks_table(self.tasks)
+
+            self.p = _TwoLines(TimeElapsedColumn(), BarColumn(bar_width=24), MofNCompleteColumn(),
+                               TextColumn("correct {task.fields[correct]}"), console=Console(stderr=True))
             self.p.__enter__()
-            self.bar = self.p.add_task("starting", total=self.total, correct=0)
+            self.bar = self.p.add_task("bench", total=self.total, correct=0)
         return self
 
     def start(self, task, idx: int) -> None:
-        if not self.quiet:
-            self.p.update(self.bar, description=f"running {task.id}" + (f" #{idx}" if idx else ""))
+        self.now = f"running {task.id}" + (f" #{idx}" if idx else "")
 
     def update(self, task, idx: int, rec) -> None:
         if rec is not None and rec.get("correct") is True:
@@ -302,6 +310,7 @@ class _Progress:
 
     def __exit__(self, *exc) -> None:
         if not self.quiet:
+            self.now = "done" if exc[0] is None else "stopped"
             self.p.__exit__(*exc)
 
 
