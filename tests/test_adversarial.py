@@ -8,6 +8,7 @@ process carrying its tag). Zero correct siblings rejected. The header of each fi
 (`# attack:`), what must happen (`# expect:`) and which honest file it is paired with (`# sibling:`)."""
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import importlib.util
@@ -252,6 +253,32 @@ def test_worker_reply_is_never_unpickled(monkeypatch, trap):
         res = evaluate(e, DWCONV)
     assert not os.listdir(trap.dir), "the evaluating process ran code sent by the worker"
     assert not res.correct and res.failure == "crash", (res.status, res.error)
+
+
+# -- classes 1 and 2, defence in depth: code that got past the parser and the IR policy stays in the sandbox ----
+PAYLOAD = ("touch @@DIR@@/ran; setsid bash -c 'exec -a @@TAG@@ sleep 1000' </dev/null >/dev/null 2>&1 & "
+           "bash -c 'echo x >/dev/tcp/127.0.0.1/@@PORT@@' 2>/dev/null; touch $PWD/leka-adv-ran; true")
+
+
+@pytest.mark.parametrize("sandbox", ["on", pytest.param("off", marks=pytest.mark.slow)])
+def test_code_in_the_worker_stays_in_the_sandbox(monkeypatch, trap, sandbox):
+    """The worker itself runs the corpus's shell payload (a marker file, a connection, a process left running,
+    a file in its working directory) before serving: none of it may be seen outside. The control without the
+    sandbox (LEKA_SANDBOX=off) shows that the payload does all of that when nothing contains it."""
+    monkeypatch.setenv("LEKA_SANDBOX", sandbox)
+    cmd = PAYLOAD.replace("@@DIR@@", trap.dir).replace("@@PORT@@", str(trap.port)).replace("@@TAG@@", trap.tag)
+    with standin_evaluator(monkeypatch, "payload", base64.b64encode(cmd.encode()).decode(), measure=False) as e:
+        res = evaluate(e, DWCONV)
+        effects = trap.effects(grace_s=0.5 if sandbox == "off" else 2.0)
+    stray = ROOT / "leka-adv-ran"
+    if stray.exists():
+        stray.unlink()
+        effects.append(f"file {stray}")
+    assert res.correct, (res.status, res.error)
+    if sandbox == "off":
+        assert len(effects) >= 4, effects  # marker, connection, process, working-directory file
+    else:
+        assert not effects, f"the payload reached outside the sandbox: {effects}"
 
 
 # -- class 4: timing the candidate cannot influence ------------------------------------------------------------

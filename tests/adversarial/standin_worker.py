@@ -6,12 +6,15 @@ running in the worker could send back. tests/test_adversarial.py starts it in pl
 
 MODE pickle: answers the first request with a pickle whose __reduce__ runs `touch ARG` where it is loaded
 (the evaluating process must never unpickle what a worker sends).
+MODE payload: runs the shell command ARG, base64-encoded so that its argv does not carry the payload's tag (what a candidate that escaped the parser and the IR policy would
+run), then serves as the real worker: the sandbox must contain it.
 MODE lie-scale / lie-runs: the real worker, with every timing reply doctored so that the candidate looks
 ARG times faster; lie-scale divides its per-run times, lie-runs also multiplies its runs per round so that
 the reported total work stays what it was (the parent's wall-clock check must see through both).
 """
 from __future__ import annotations
 
+import base64
 import os
 import pickle
 import sys
@@ -45,6 +48,10 @@ def main(argv: list[str]) -> None:
         return
     from leka.evaluator import worker
 
+    if mode == "payload":
+        os.system(base64.b64decode(arg).decode())
+        worker.serve(fd_in, fd_out)
+        return
     real = worker._handle
     worker._handle = lambda req, cache: _doctor(real(req, cache), float(arg), mode == "lie-runs")
     worker.serve(fd_in, fd_out)
