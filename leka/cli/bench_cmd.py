@@ -1,12 +1,13 @@
-"""`leka bench list|stats|validate|run|runs|report|export`: EdgeKernelBench from the command line."""
+"""`leka bench list|stats|validate|run|runs|report|compare|export`: EdgeKernelBench from the command line
+(reading a store: bench_results_cmd)."""
 from __future__ import annotations
 
 import contextlib
 import json
 import sys
 from collections import Counter
-from pathlib import Path
 
+from .bench_results_cmd import cmd_compare, cmd_export, cmd_report, cmd_runs
 from .tables import add_output_flags
 
 
@@ -312,103 +313,3 @@ class _Progress:
         if not self.quiet:
             self.now = "done" if exc[0] is None else "stopped"
             self.p.__exit__(*exc)
-
-
-def cmd_runs(args) -> int:
-    from leka.bench.store import ResultStore
-
-    store = ResultStore(args.store)
-    rows = []
-    for r in store.list_runs():
-        run = store.get_run(r["run_id"])
-        rows.append({"run_id": r["run_id"], "method": r["method"], "target": r["target"], "status": run["status"],
-                     "samples": len(store.finished_keys(r["run_id"]))})
-    if args.json:
-        print(json.dumps(rows, indent=1))
-        return 0
-    from .tables import Col, output_mode, render
-
-    cols = [Col("run_id", "id"), Col("status", "id"), Col("samples", "num"), Col("method", "id"),
-            Col("target", "desc", optional=True)]
-    render(f"runs in {store.path}", cols, [[r[c.name] for c in cols] for r in rows], output_mode(args))
-    return 0
-
-
-def cmd_report(args) -> int:
-    from leka.bench.report import write_comparison, write_report
-    from leka.bench.store import ResultStore
-
-    store = ResultStore(args.store)
-    runs = [store.get_run(r)["run_id"] for r in args.run]
-    if len(runs) > 1:
-        out = Path(args.out) if args.out else store.path.parent / "reports" / ("compare-" + "-vs-".join(runs))
-        md, html = write_comparison(store, runs, out)
-    else:
-        out = Path(args.out) if args.out else store.path.parent / "reports" / runs[0]
-        md, html = write_report(store, runs[0], out)
-    print(f"wrote {md} and {html}")
-    return 0
-
-
-def cmd_compare(args) -> int:
-    from leka.bench.report import build_comparison
-    from leka.bench.store import ResultStore
-    from leka.errors import LekaError
-
-    from .tables import Col, output_mode, render
-
-    if len(args.run) < 2:
-        raise LekaError("compare needs two or more runs (one run: `leka bench report RUN`)")
-    data = build_comparison(ResultStore(args.store), args.run)
-    mode = output_mode(args)
-    letters = [chr(ord("A") + i) for i in range(len(data["runs"]))]
-    short = ["tasks", "n", "Correct@1", "Fast@1", "Fast@2", "geomean", "compile s"]  # COMPARE_SUMMARY_HEAD[3:]
-    render("summary", [Col("", "id")] + [Col(h, "num") for h in short],
-           [[letter] + row[3:] for letter, row in zip(letters, data["summary"])], mode)
-    cols = [Col("task", "desc")] + [Col(letter, "id") for letter in letters]
-    if len(letters) > 1:
-        cols.append(Col(f"{letters[-1]}/A", "num"))
-    render("speedup per task (median of correct samples vs each run's baseline)", cols, data["task_rows"], mode)
-    for letter, row in zip(letters, data["summary"]):
-        print(f"{letter} = {row[0]} ({row[1]} on {row[2]})")
-    return 0
-
-
-def cmd_export(args) -> int:
-    from leka.bench.store import ResultStore
-
-    if args.scripts:
-        return _export_scripts(ResultStore(args.store), args.run, Path(args.scripts))
-    text = ResultStore(args.store).export(args.run, args.format)
-    if args.out:
-        Path(args.out).write_text(text)
-        print(f"wrote {args.out}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
-    return 0
-
-
-def _export_scripts(store, run_ref: str, out: Path) -> int:
-    """Every stored sample source as a candidate file; baselines keep none (they are re-derivable)."""
-    from leka.errors import LekaError
-    from leka.kernel_export import safe_name, write_kernel
-
-    run = store.get_run(run_ref)
-    spec = run["config"].get("target_spec") or run["target"]
-    written, without = 0, 0
-    for r in store.samples(run["run_id"]):
-        if not r.get("source"):
-            without += 1
-            continue
-        note = (f"{run['method']} run {run['run_id']} sample {r.get('sample_idx')}: correct={r.get('correct')}, "
-                f"speedup {r['speedup']:.2f}x vs {r.get('baseline')}" if isinstance(r.get("speedup"), (int, float))
-                else f"{run['method']} run {run['run_id']} sample {r.get('sample_idx')}: correct={r.get('correct')}")
-        write_kernel(out / safe_name(f"{r['task']}.{r.get('sample_idx', 0)}.py"), r["source"], r["task"], spec, note)
-        written += 1
-    if not written:
-        raise LekaError(f"run {run['run_id']} ({run['method']}) stored no kernel sources: "
-                        + ("baseline methods keep none (re-derive them with `leka bench run`)"
-                           if run["method"] in ("tvm-naive", "tvm-dlight", "onnxruntime") else "nothing to write"))
-    print(f"wrote {written} kernel file(s) to {out}" + (f"; {without} sample(s) without a source" if without else ""),
-          file=sys.stderr)
-    return 0
