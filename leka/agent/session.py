@@ -148,6 +148,7 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
 
     store = store or TraceStore()
     if resume:
+        resume = store.resolve(resume)  # a unique prefix is enough, as in `leka trace`
         run = store.get_run(resume)
         if "tune" not in run["options"]:
             from leka.errors import LekaError
