@@ -77,6 +77,9 @@ def _print_human(res, path: str) -> None:
         return
     line = f"{head}\n  [green]correct[/] ({res.trials_passed}/{res.trials} trials, input seed {res.input_seed})"
     if res.speedup is not None:
+        from leka.bench.metrics import is_fast
+
         line += (f"; {res.candidate_ms:.4f} ms vs {res.baseline} {res.baseline_ms:.4f} ms → "
-                 f"[bold]{res.speedup:.2f}×[/] (spread {res.spread:.1%})")
-    c.print(line)
+                 f"[bold]{res.speedup:.2f}×[/] (spread {res.spread:.1%})"
+                 + ("" if is_fast(res.to_json(), 1.0) else "; not faster than the baseline beyond noise"))
+    c.print(line + f"; compiled in {res.compile_s:.2f} s" if res.compile_s is not None else line)
