@@ -37,7 +37,7 @@ from leka.errors import LekaError
 TOP_KEYS = {"name", "split", "targets", "levels", "limit", "samples", "trials", "budget", "run_budget", "method",
             "prompt_tuning", "description"}
 METHOD_KEYS = {"label", "method", "options"}
-TUNING_KEYS = {"label", "layers", "variants", "dev_limit", "metric"}
+TUNING_KEYS = {"label", "layers", "variants", "dev_limit"}
 # Methods that take no model: --llm leaves them alone.
 NO_MODEL_METHODS = frozenset({"metaschedule", "tvm-naive", "tvm-dlight", "onnxruntime"})
 _NAME = re.compile(r"^[A-Za-z0-9_.-]+$")

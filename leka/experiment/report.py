@@ -84,16 +84,16 @@ def _plot(groups: dict[str, list[dict[str, Any]]]) -> str:
     return base64.b64encode(buf.getvalue()).decode()
 
 
-TUNING_HEAD = ["target", "layer", "variant", "Fast@1.0", "Correct@1", "tasks", "run"]
+TUNING_HEAD = ["target", "layer", "variant", "Fast@1.0", "geomean", "Correct@1", "tasks", "run"]
 
 
 def _tuning(tuning: dict[str, Any]) -> tuple[list[list[str]], str]:
-    rows = [[t["target"], t["layer"], t["variant"], _fmt(t["Fast@1.0"], True), _fmt(t["Correct@1"], True),
-             str(t["tasks"]), t["run_id"]] for t in tuning["trials"]]
+    rows = [[t["target"], t["layer"], t["variant"], _fmt(t["Fast@1.0"], True), _fmt(t.get("geomean")),
+             _fmt(t["Correct@1"], True), str(t["tasks"]), t["run_id"]] for t in tuning["trials"]]
     chosen = "; ".join(f"{tg}: " + ", ".join(f"{layer}={v}" for layer, v in ch.items())
                        for tg, ch in tuning["chosen"].items())
-    return rows, (f"Chosen prompt variants (highest Fast@1.0 on {tuning['dev_split']}, ties to the earlier "
-                  f"variant): {chosen}. The main table runs them on the test split.")
+    return rows, (f"Chosen prompt variants (highest Fast@1.0 on {tuning['dev_split']}; ties: higher geomean, "
+                  f"then the earlier variant): {chosen}. The main table runs them on the test split.")
 
 
 def _tuning_md(tuning: dict[str, Any] | None) -> list[str]:
