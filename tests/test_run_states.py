@@ -68,3 +68,24 @@ def test_a_run_that_raises_is_not_left_running(home, capsys, exc, status):
     store.close()
     assert main(["trace", "r-boom", "--plain"]) == 0
     assert f"run {status}:" in capsys.readouterr().out
+
+
+def test_a_bench_run_that_raises_ends_with_a_failed_event(tmp_path):
+    from leka.bench.runner import run_benchmark
+    from leka.bench.store import ResultStore
+    from leka.tasks import get_task
+
+    class _Exploding:
+        name = "boom"
+
+        def run(self, task, target, ctx):
+            raise KeyboardInterrupt
+
+    class _Target:
+        name, facts = "host-cpu", {}
+
+    store = ResultStore(tmp_path / "r.sqlite")
+    rid = store.create_run("boom", "host-cpu", {"options": {}})
+    with pytest.raises(KeyboardInterrupt):
+        run_benchmark(store, rid, [get_task("ex-matmul-256")], _Target(), _Exploding(), 1, None, None, {})
+    assert store.get_run(rid)["status"] == "interrupted"
