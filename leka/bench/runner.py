@@ -241,7 +241,8 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
     except BaseException as e:  # never left "started": the run's last event says why it stopped
         lines = str(e).strip().splitlines()
         store.add_event(run_id, "interrupted" if isinstance(e, (KeyboardInterrupt, SystemExit)) else "failed",
-                        {"error": f"{type(e).__name__}: {lines[0] if lines else ''}"[:500], "samples_written": out.done})
+                        {"error": f"{type(e).__name__}: {lines[0] if lines else ''}"[:500],
+                         "samples_written": out.done})
         raise
     out.wall_s = time.perf_counter() - t0
     if out.stopped is None:
