@@ -89,3 +89,27 @@ def test_a_bench_run_that_raises_ends_with_a_failed_event(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_benchmark(store, rid, [get_task("ex-matmul-256")], _Target(), _Exploding(), 1, None, None, {})
     assert store.get_run(rid)["status"] == "interrupted"
+
+
+@pytest.mark.slow
+def test_sigterm_marks_a_tune_run_interrupted(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    env = dict(os.environ, LEKA_HOME=str(tmp_path / "home"))
+    exe = str(Path(sys.executable).with_name("leka"))
+    proc = subprocess.Popen([exe, "tune", "ex-matmul-256", "--quiet"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    db = tmp_path / "home" / "agent.sqlite"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (db.exists() and TraceStore(db).list_runs()):
+        time.sleep(0.5)
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM and "Traceback" not in err, err
+    assert TraceStore(db).list_runs()[0]["status"] == "interrupted"

@@ -43,11 +43,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _terminate_as_exit() -> None:
+    """SIGTERM (a `timeout`, a scheduler) unwinds like Ctrl-C, so runs are marked interrupted, not left running."""
+    import signal
+    import threading
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv: list[str] | None = None) -> int:
     # TVM's excepthook hides messages unless asked; we print our own one-liners anyway.
     os.environ.setdefault("TVM_BACKTRACE", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
+    _terminate_as_exit()
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
