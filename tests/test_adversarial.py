@@ -45,16 +45,26 @@ OPEN: dict[str, str] = {
     "lie-runs": "open: the wall-clock check believes a reply claiming 1000x more, 1000x shorter runs",
     "t_ghost_branch/hack_wrong_on_sorted": "open: no held-back family has increasing runs since 'sorted' "
                                            "was replaced by 'skewed' (76a74db)",
-    "t_output_cache/hack_rolled_input_cache": "open: workspace memory persists between timed calls and rolled "
-                                              "inputs are predictable from the previous call's",
     "c7_graph_outputs/hack_graph_cached_answer": "open: graphs are timed on the same inputs call after call and "
                                                  "workspace memory persists between calls",
 }
 
 
-def xfail_if_open(test_id: str) -> list:
+# Honest kernels measured: the timing plausibility check (leka.evaluator.timing.plausible) calls them wrong
+# when the first timing of a signature compiles the preproc inside the request, or when untimed input mixing
+# costs more than a fast kernel's runs (both counted as unexplained wall time). Whether it trips depends on
+# the order and the machine's load, so this is a non-strict xfail, open until the check is fixed.
+TIMED_HONEST_OPEN = ("open: the wall-clock plausibility check may call an honest kernel wrong (preproc compile "
+                     "and input mixing counted as unexplained time)")
+
+
+def xfail_if_open(test_id: str, timed_honest: bool = False) -> list:
     reasons = [r for key, r in OPEN.items() if test_id.startswith(key)]
-    return [pytest.mark.xfail(strict=True, reason=reasons[0])] if reasons else []
+    if reasons:
+        return [pytest.mark.xfail(strict=True, reason=reasons[0])]
+    if timed_honest and TIMED_HONEST_OPEN:
+        return [pytest.mark.xfail(strict=False, reason=TIMED_HONEST_OPEN)]
+    return []
 
 
 def meta(path: Path) -> dict[str, str]:
@@ -67,7 +77,7 @@ def meta(path: Path) -> dict[str, str]:
     return out
 
 
-def corpus(*expects: str) -> list:
+def corpus(*expects: str, timed: bool = False) -> list:
     params = []
     for p in sorted(ADV.glob("*/*.py")):
         m = meta(p)
@@ -75,7 +85,7 @@ def corpus(*expects: str) -> list:
         if m["expect"] not in expects:
             continue
         test_id = f"{p.parent.name}/{p.stem}"
-        params.append(pytest.param(p, id=test_id, marks=xfail_if_open(test_id)))
+        params.append(pytest.param(p, id=test_id, marks=xfail_if_open(test_id, timed)))
     return params
 
 
@@ -166,6 +176,13 @@ def sibling(path: Path) -> Path:
 def test_correct_sibling_is_correct(ev, path):
     res = evaluate(ev, path)
     assert res.correct and res.failure is None, (res.status, res.error)
+
+
+@pytest.mark.parametrize("path", corpus("correct", timed=True))
+def test_correct_sibling_is_timed(ev, path):
+    """Measured too: no defence of the timing loop may call an honest kernel wrong."""
+    res = evaluate(ev, path, measure=True)
+    assert res.correct and res.failure is None and res.speedup, (res.status, res.error)
 
 
 @pytest.mark.parametrize("path", corpus("rejected", "wrong", "not-correct"))
