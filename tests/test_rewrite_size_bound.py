@@ -26,3 +26,20 @@ def test_inlining_is_skipped_when_copies_would_outgrow_the_bound():
     size = len(sch.mod["main"].script())
     assert inline_fits(sch, sch.get_sblock("B"))
     assert not inline_fits(sch, sch.get_sblock("B"), limit=size + 10)
+
+
+def test_a_bounded_inline_leaves_the_schedule_as_it_was_when_it_would_outgrow_the_bound():
+    from tvm import s_tir, te
+
+    from leka.proposers.offline.algorithm.common import inline_bounded
+
+    a = te.placeholder((64,), name="A")
+    b = te.compute((62,), lambda i: a[i] + a[i + 1] * 2.0 + a[i + 2], name="B")
+    c = te.compute((60,), lambda i: b[i] * b[i + 1] + b[i + 2], name="C")
+    sch = s_tir.Schedule(te.create_prim_func([a, c]))
+    before = sch.mod["main"].script()
+    inlined = inline_bounded(sch, "B")
+    assert inlined is not None and "B" not in [inlined.get(x).name_hint for x in
+                                               inlined.get_child_blocks(inlined.get_sblock("root"))]
+    assert inline_bounded(sch, "B", limit=len(before)) is None  # the copies make it longer
+    assert sch.mod["main"].script() == before  # the original schedule is untouched either way

@@ -39,6 +39,17 @@ def inline_fits(sch: Any, block: Any, limit: int = MAX_SCRIPT_CHARS) -> bool:
     return len(func_text) + uses * len(blk.body.script()) <= limit
 
 
+def inline_bounded(sch: Any, name: str, limit: int = MAX_SCRIPT_CHARS) -> Any | None:
+    """compute_inline of block `name` on a copy of `sch`: the copy when the function stays within `limit`,
+    else None. Estimated before TVM runs (inline_fits) and checked after: substituted index expressions
+    (padding) can grow the copies past the estimate (Harris: 58 kB estimated, 283 kB grown)."""
+    if not inline_fits(sch, sch.get_sblock(name), limit):
+        return None
+    trial = sch.copy()
+    trial.compute_inline(trial.get_sblock(name))
+    return trial if len(trial.mod["main"].script()) <= limit else None
+
+
 def fresh_schedule(ctx: RuleContext) -> Any:
     from tvm import s_tir
 

@@ -8,7 +8,7 @@ from leka.ir import CandidateIR
 
 from ..analysis import keep_as_table
 from ..context import RuleContext
-from .common import as_candidate, fresh_schedule, inline_fits
+from .common import as_candidate, fresh_schedule, inline_bounded
 
 NAME = "alg.fuse_elementwise"
 
@@ -22,12 +22,12 @@ def fuse(ctx: RuleContext, padding: bool):
                 or keep_as_table(b, ctx.infos):
             continue
         try:
-            if not inline_fits(sch, sch.get_sblock(b.name)):
-                continue  # copies of its expression in every reader would outgrow the size bound
-            sch.compute_inline(sch.get_sblock(b.name))
-            done.append(b.name)
+            inlined = inline_bounded(sch, b.name)
         except Exception:  # noqa: BLE001 - TVM refuses (not inlinable here): keep the stage
             continue
+        if inlined is not None:  # else copies of its expression in every reader would outgrow the bound
+            sch = inlined
+            done.append(b.name)
     return sch.mod["main"], done
 
 
