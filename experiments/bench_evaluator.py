@@ -45,13 +45,14 @@ def main() -> int:
     with Evaluator(target, cfg) as ev:
         ev.worker.request({"op": "ping"}, 60)  # worker start-up is paid once per run, not per candidate
         startup = time.perf_counter() - t0
-        over, comp, first = [], [], None
+        over, comp, waits, first = [], [], [], None
         for i in range(args.n):
             r = ev.evaluate(task, cand.source)
             if not r.correct:
                 print(f"candidate failed: {r.status}: {r.error}")
                 return 1
             over.append(r.overhead_s)
+            waits.append(r.detail.get("inputs_wait_s") or 0.0)
             comp.append(r.compile_s)
             first = first or r
     with Evaluator(target, cfg) as ev2:
@@ -59,7 +60,8 @@ def main() -> int:
     print(f"worker start-up (once per evaluator): {startup:.2f} s")
     print(f"overhead per candidate excluding compile: median {statistics.median(over):.3f} s "
           f"(min {min(over):.3f}, max {max(over):.3f}, n={len(over)}; goal <= 0.3 s); "
-          f"compile median {statistics.median(comp):.3f} s")
+          f"compile median {statistics.median(comp):.3f} s; waiting for inputs/references after the compile: "
+          f"median {statistics.median(waits) * 1e3:.1f} ms, max {max(waits) * 1e3:.1f} ms")
     ratio_ms = first.candidate_ms / second.candidate_ms
     ratio_sp = first.speedup / second.speedup
     print(f"independent measurements of the same candidate: {first.candidate_ms:.4f} ms vs "

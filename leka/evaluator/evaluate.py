@@ -117,7 +117,9 @@ class Evaluator:
                 res.status = "build_only"
                 res.error = self.target.why_not_runnable
                 return self._done(res, t_start, compile_s)
-            trials = made.result()
+            t_wait = time.perf_counter()
+            trials = made.result()  # usually ready: made while the worker compiled
+            res.detail["inputs_wait_s"] = time.perf_counter() - t_wait
             if not self._check(task, chash, args, res, trials):
                 return self._done(res, t_start, compile_s)
             if measure:
