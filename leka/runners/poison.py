@@ -3,10 +3,12 @@ timed — neither one left in its output buffer nor one it kept in scratch memor
 
 Once timing is armed (``Preproc``), before every timed run and untimed:
 - the output buffers are refilled with poison (floats NaN, integers and bools a fixed garbage value);
-- every input is rewritten as a fresh random mix, chunk by chunk (16 elements or fewer), of the uploaded
-  inputs and of those inputs rolled by one row along their first axis longer than one (``alternate``):
-  no two runs see the same inputs, and no run's inputs follow from an earlier run's by a fixed transform.
-  Each element keeps a value valid for its position's column (rows move whole in the roll).
+- every input is rewritten as a fresh random element-wise mix of the uploaded inputs and of their
+  *alternate*: the same rows shuffled along the longest axis by a permutation drawn at arming
+  (``alternate``). The mix follows a random bit mask drawn at arming, read from a random offset each run.
+  No two runs see the same inputs, no row repeats, and no run's inputs follow from an earlier run's by a
+  transform the kernel can know. Rows move whole in the shuffle, so each element keeps a value valid for
+  its column.
 - the final, checked run instead restores the uploaded inputs exactly; it comes after runs on other inputs,
   so a kernel that recognises familiar inputs meets them there for the first time.
 
@@ -19,6 +21,7 @@ Python callback (NumPy + copies) and the kernel itself is timed.
 from __future__ import annotations
 
 import hashlib
+import os
 import itertools
 import math
 from typing import Any, Sequence
@@ -45,14 +48,21 @@ def array(shape: Sequence[int], dtype: str) -> np.ndarray:
     return np.full(tuple(shape), value(dtype), dtype=np.dtype(dtype))
 
 
-def alternate(a: np.ndarray) -> np.ndarray:
-    """`a` rolled by one row along its first axis longer than one (a copy of `a` when it has one element)."""
-    k = next((k for k, n in enumerate(a.shape) if n > 1), None)
-    return a.copy() if k is None else np.ascontiguousarray(np.roll(a, -1, axis=k))
+def alternate(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """`a` with its rows shuffled along its longest axis (a copy when it has one element). The shuffle is
+    random per arming, so a kernel cannot know how a run's inputs relate to the uploaded ones."""
+    if a.size <= 1:
+        return a.copy()
+    axis = int(np.argmax(a.shape))
+    perm = rng.permutation(a.shape[axis])
+    while a.shape[axis] > 1 and np.array_equal(perm, np.arange(a.shape[axis])):
+        perm = rng.permutation(a.shape[axis])
+    return np.ascontiguousarray(np.take(a, perm, axis=axis))
 
 
-def _chunk(total: int) -> int:
-    return math.gcd(total, 16) or 1
+def mix(uploaded: np.ndarray, alt: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A random element-wise mix of two arrays, as the compiled preproc makes it (for other devices)."""
+    return np.where(rng.integers(0, 2, uploaded.shape, dtype=bool), alt, uploaded)
 
 
 def _literal(dtype: str) -> str:
@@ -61,37 +71,43 @@ def _literal(dtype: str) -> str:
 
 
 def _signature(params: Params, inputs: Sequence[int]) -> str:
-    """Kernel params, then each input's uploaded and alternate copy, then the state (rng, mode)."""
+    """Kernel params, then each input's uploaded copy, alternate and random mask, then the state (rng, mode)."""
     args = [f"p{i}: T.Buffer({tuple(s)!r}, {d!r})" for i, (_n, s, d) in enumerate(params)]
     for i in inputs:
         _n, s, d = params[i]
-        args += [f"o{i}: T.Buffer({tuple(s)!r}, {d!r})", f"a{i}: T.Buffer({tuple(s)!r}, {d!r})"]
+        args += [f"o{i}: T.Buffer({tuple(s)!r}, {d!r})", f"a{i}: T.Buffer({tuple(s)!r}, {d!r})",
+                 f"m{i}: T.Buffer(({math.prod(s)},), \"uint8\")"]
     return ", ".join(args + ['st: T.Buffer((2,), "uint32")'])
 
 
 def _mix_script(params: Params, outputs: Sequence[int]) -> str:
+    """Outputs poisoned; each input element from the uploaded copy or the alternate as the random mask,
+    read from a random offset (a xorshift step per input and run), says; in final mode the uploaded copy."""
     inputs = [i for i in range(len(params)) if i not in outputs]
     body = ['    T.func_attr({"global_symbol": "mix", "tirx.noalias": True})']
     for i, (_n, shape, dtype) in enumerate(params):
-        total = math.prod(shape)
-        if total == 0:
+        n = math.prod(shape)
+        if n == 0:
             continue
-        body.append(f"    f{i} = T.decl_buffer(({total},), {dtype!r}, data=p{i}.data)")
+        body.append(f"    f{i} = T.decl_buffer(({n},), {dtype!r}, data=p{i}.data)")
         if i in outputs:
-            body.append(f"    for e in range({total}):\n        f{i}[e] = {_literal(dtype)}")
+            body.append(f"    for e in range({n}):\n        f{i}[e] = {_literal(dtype)}")
             continue
-        ch = _chunk(total)
-        body += [f"    g{i} = T.decl_buffer(({total},), {dtype!r}, data=o{i}.data)",
-                 f"    h{i} = T.decl_buffer(({total},), {dtype!r}, data=a{i}.data)",
-                 f"    for c in range({total // ch}):",
-                 "        st[0] = st[0] ^ (st[0] << T.uint32(13))",
-                 "        st[0] = st[0] ^ (st[0] >> T.uint32(17))",
-                 "        st[0] = st[0] ^ (st[0] << T.uint32(5))",
-                 "        if st[1] == T.uint32(1) or (st[0] & T.uint32(1)) == T.uint32(0):",
-                 f"            for e in range({ch}):\n                f{i}[c * {ch} + e] = g{i}[c * {ch} + e]",
-                 "        else:",
-                 f"            for e in range({ch}):\n                f{i}[c * {ch} + e] = h{i}[c * {ch} + e]"]
-    return ("@T.prim_func\ndef mix(" + _signature(params, inputs) + "):\n" + "\n".join(body) + "\n")
+        pick = "T.if_then_else(m{i}[{j}] != T.uint8(0), h{i}[{k}], g{i}[{k}])"
+        body += [f"    g{i} = T.decl_buffer(({n},), {dtype!r}, data=o{i}.data)",
+                 f"    h{i} = T.decl_buffer(({n},), {dtype!r}, data=a{i}.data)",
+                 "    st[0] = st[0] ^ (st[0] << T.uint32(13))",
+                 "    st[0] = st[0] ^ (st[0] >> T.uint32(17))",
+                 "    st[0] = st[0] ^ (st[0] << T.uint32(5))",
+                 f"    off{i} = T.Cast(\"int32\", st[0] % T.uint32({n}))",
+                 "    if st[1] == T.uint32(1):",
+                 f"        for e in range({n}):\n            f{i}[e] = g{i}[e]",
+                 "    else:",
+                 f"        for e in range({n} - off{i}):",
+                 "            f{i}[e] = ".format(i=i) + pick.format(i=i, j=f"e + off{i}", k="e"),
+                 f"        for e in range(off{i}):",
+                 f"            f{i}[{n} - off{i} + e] = " + pick.format(i=i, j="e", k=f"{n} - off{i} + e")]
+    return "@T.prim_func\ndef mix(" + _signature(params, inputs) + "):\n" + "\n".join(body) + "\n"
 
 
 def _call_script(params: Params, outputs: Sequence[int], kernel: str) -> str:
@@ -112,7 +128,7 @@ class Preproc:
     """Timing of one loaded kernel with the preproc above. ``timer(n)`` → (time_evaluator, its arguments)."""
 
     def __init__(self, module, entry: str, tensors: list, params: Params, outputs: Sequence[int], dev,
-                 seed: int = 0x9E3779B9):
+                 reuse: "Preproc | None" = None):
         import tvm
 
         self.module, self.entry = module, entry
@@ -121,21 +137,30 @@ class Preproc:
         self.outputs = sorted(int(i) for i in outputs)
         self.inputs = [i for i in range(len(params)) if i not in self.outputs]
         self.dev, self.tensors = dev, tensors
+        seed = int.from_bytes(os.urandom(8), "little")  # neither the shuffle nor the mix is predictable
+        rng = np.random.default_rng(seed)
         uploaded = [tensors[i].numpy() for i in self.inputs]
-        alt = [alternate(a) for a in uploaded]
+        alt = [alternate(a, rng) for a in uploaded]
+        self.alt = alt
         for i, a in zip(self.inputs, alt):  # untimed runs (warm-up, calibration) see the alternate inputs
             tensors[i].copyfrom(a)
         self.cpu = dev.dlpack_device_type() == tvm.cpu().dlpack_device_type()
         if self.cpu:
-            extra = [tvm.runtime.tensor(x, dev) for pair in zip(uploaded, alt) for x in pair]
-            self.state = tvm.runtime.tensor(np.array([seed | 1, 0], np.uint32), dev)
+            masks = [rng.integers(0, 2, a.size, dtype=np.uint8) for a in uploaded]
+            extra = [tvm.runtime.tensor(x, dev) for trio in zip(uploaded, alt, masks) for x in trio]
+            self.state = tvm.runtime.tensor(np.array([(seed & 0xFFFFFFFF) | 1, 0], np.uint32), dev)
             self.args = list(tensors) + extra + [self.state]
             self.mix_name = self._register_mix()
-            self.kernel_name = f"leka.timed_kernel.{next(_KERNEL_IDS)}"
-            tvm.register_global_func(self.kernel_name, kernel, override=True)
-            self.call = _compile(_call_script(self.params, self.outputs, self.kernel_name), "call")
+            if reuse is not None and reuse.cpu and (reuse.params, reuse.outputs) == (self.params, self.outputs):
+                self.kernel_name, self.call = reuse.kernel_name, reuse.call  # same kernel: wrapper compiled once
+            else:
+                self.kernel_name = f"leka.timed_kernel.{next(_KERNEL_IDS)}"
+                tvm.register_global_func(self.kernel_name, kernel, override=True)
+                _REGISTERED[self.kernel_name] = kernel
+                self.call = _compile(_call_script(self.params, self.outputs, self.kernel_name), "call")
         else:
-            self._host = (uploaded, alt, np.random.default_rng(seed), [array(*self.params[i][1:]) for i in self.outputs])
+            fills = [array(*self.params[i][1:]) for i in self.outputs]
+            self._host = (uploaded, alt, rng, fills)
             self._restore = False
             self.mix_name = f"leka.mix.callback.{next(_KERNEL_IDS)}"
             tvm.register_global_func(self.mix_name, self._callback, override=True)
@@ -155,14 +180,16 @@ class Preproc:
     def _callback(self, *tensors) -> None:
         uploaded, alt, rng, fills = self._host
         for i, o, a in zip(self.inputs, uploaded, alt):
-            pick = rng.integers(0, 2, size=o.shape, dtype=bool)
-            tensors[i].copyfrom(o if self._restore else np.where(pick, a, o))
+            tensors[i].copyfrom(o if self._restore else mix(o, a, rng))
         for i, fill in zip(self.outputs, fills):
             tensors[i].copyfrom(fill)
 
     def timer(self, number: int, final: bool = False):
         """TVM's time_evaluator over `number` runs (one per repeat), the preproc before each; `final`: the
         preproc restores the uploaded inputs instead of mixing (the checked run)."""
+        if final:  # the run before the checked one (time_evaluator's untimed first call) sees the alternate
+            for i, a in zip(self.inputs, self.alt):
+                self.tensors[i].copyfrom(a)
         if self.cpu:
             state = self.state.numpy()
             state[1] = 1 if final else 0
