@@ -15,23 +15,20 @@ project's candidates use:
 - nowhere: dunder names, attributes starting with ``_``, builtins, lambda, comprehensions, f-strings,
   starred arguments, ``**``, walrus, global/nonlocal/del/try/raise/import/nested def or class.
 
-Size is bounded before ``ast.parse`` (characters, tokens, bracket depth, operators in one statement) and
-the tree's depth after it, so deep or huge text is one ``ScriptRejected`` line, never a RecursionError.
+Size is bounded before ``ast.parse`` and the tree's depth after it (leka.evaluator.script_limits), so deep
+or huge text is one ``ScriptRejected`` line, never a RecursionError.
 ``safe_from_source`` (leka.evaluator.safe_parse) runs this check and then TVM's parser without builtins.
 """
 from __future__ import annotations
 
 import ast
-import re
 from typing import Iterable
 
-from leka.errors import LekaError
+from leka.evaluator.script_limits import (  # noqa: F401  (re-exported: the guard's public API)
+    MAX_AST_DEPTH, MAX_BRACKET_DEPTH, MAX_CHARS, MAX_CONSTANT_BITS, MAX_TOKENS, ScriptRejected, check_depth,
+    check_limits, constant_size, parse_python)
+from leka.evaluator.script_limits import reject_at as _reject
 from leka.evaluator.script_namespaces import ROOTS, namespace_policy
-
-MAX_CHARS = 2_000_000           # the largest printed suite schedule is ~0.1 MB
-MAX_TOKENS = 400_000           # bounds the node count
-MAX_BRACKET_DEPTH = 40         # printer output nests brackets < 20 deep
-MAX_AST_DEPTH = 160            # printed suite scripts reach 63; TVM's recursive parser fails near 250
 
 # (module, name, alias); `import tvm` and the older `tir as T` are tolerated: the parser never sees imports
 # (safe_parse comments them out) and the names they would bind are not available to the script.
@@ -40,71 +37,6 @@ ALLOWED_IMPORTS = {("tvm.script", "tirx", "T"), ("tvm.script", "ir", "I"), ("tvm
 FUNCTION_DECORATORS = {"T.prim_func", "R.function"}
 MODULE_DECORATOR = "I.ir_module"
 _SIMPLE_STATEMENTS = (ast.Pass, ast.Break, ast.Continue)
-# String literals and comments, removed before counting brackets and tokens (an upper bound suffices).
-_STRINGS_AND_COMMENTS = re.compile(r'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"'
-                                   r"|'(?:[^'\\\n]|\\.)*'|#[^\n]*")
-_BRACKET = re.compile(r"[()\[\]{}]")
-_TOKEN = re.compile(r"\w+|[^\w\s]")
-
-
-class ScriptRejected(LekaError):
-    """Candidate text outside the TVMScript subset; the message names the construct and its line."""
-
-
-def _reject(node: ast.AST | None, what: str) -> ScriptRejected:
-    line = getattr(node, "lineno", None)
-    return ScriptRejected(f"line {line}: {what}" if line else what)
-
-
-# -- bounds before parsing -----------------------------------------------------------------------------
-
-def check_limits(text: str) -> None:
-    """Reject text whose size or bracket nesting would exhaust the Python parser (regex scan, no AST)."""
-    if not isinstance(text, str):
-        raise ScriptRejected(f"candidate text must be a string, got {type(text).__name__}")
-    if len(text) > MAX_CHARS:
-        raise ScriptRejected(f"text has {len(text)} characters (limit {MAX_CHARS})")
-    code = _STRINGS_AND_COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), text)
-    n_tokens = len(_TOKEN.findall(code))
-    if n_tokens > MAX_TOKENS:
-        raise ScriptRejected(f"text has {n_tokens} tokens (limit {MAX_TOKENS})")
-    depth = 0
-    for m in _BRACKET.finditer(code):
-        depth += 1 if m.group(0) in "([{" else -1
-        if depth > MAX_BRACKET_DEPTH:
-            line = code.count("\n", 0, m.start()) + 1
-            raise ScriptRejected(f"line {line}: brackets nested deeper than {MAX_BRACKET_DEPTH}")
-
-
-def parse_python(text: str) -> ast.Module:
-    """``ast.parse`` within the bounds above; any parser failure is one ScriptRejected line."""
-    check_limits(text)
-    try:
-        return ast.parse(text)
-    except SyntaxError as e:
-        raise _reject(e, f"Python syntax error: {e.msg}") from None
-    except (RecursionError, MemoryError) as e:
-        raise ScriptRejected(f"nested too deeply for the Python parser ({type(e).__name__})") from None
-    except (ValueError, OverflowError) as e:  # e.g. NUL bytes in the text
-        raise ScriptRejected(f"not parseable as Python ({type(e).__name__}: {str(e)[:120]})") from None
-
-
-def check_depth(tree: ast.AST, limit: int = MAX_AST_DEPTH) -> list[ast.AST]:
-    """All nodes of `tree` (one iterative walk); ScriptRejected when it is deeper than `limit`."""
-    nodes: list[ast.AST] = []
-    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
-    while stack:
-        node, d = stack.pop()
-        if d > limit:
-            raise _reject(node, f"expression nested deeper than {limit} levels")
-        nodes.append(node)
-        for name in node._fields:
-            v = getattr(node, name, None)
-            if isinstance(v, ast.AST):
-                stack.append((v, d + 1))
-            elif isinstance(v, list):
-                stack.extend((c, d + 1) for c in v if isinstance(c, ast.AST))
-    return nodes
 
 
 # -- the allow-list ------------------------------------------------------------------------------------
@@ -364,6 +296,14 @@ class _Checker:
     def _check_binop(self, node: ast.AST, op: ast.operator) -> None:
         if isinstance(op, ast.Pow):
             raise _reject(node, "'**' is not allowed (use T.pow)")
+        if isinstance(node, ast.BinOp) and isinstance(op, ast.Mult):
+            for seq, count in ((node.left, node.right), (node.right, node.left)):
+                small = isinstance(count, ast.Constant) and isinstance(count.value, int) and abs(count.value) <= 4096
+                if isinstance(seq, (ast.List, ast.Tuple)) and not small:
+                    raise _reject(node, "repeating a list or tuple ('[...] * n') needs a constant n <= 4096")
+        if isinstance(node, ast.BinOp) and constant_size(node) > MAX_CONSTANT_BITS:
+            raise _reject(node, f"constant arithmetic '{ast.unparse(node)[:40]}' is too large (the parser would "
+                                "compute it in Python)")
 
     def _check_load_name(self, e: ast.Name) -> None:
         if is_reserved_name(e.id):
