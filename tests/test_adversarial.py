@@ -45,6 +45,9 @@ OPEN: dict[str, str] = {
     "lie-runs": "open: the wall-clock check believes a reply claiming 1000x more, 1000x shorter runs",
     "t_ghost_branch/hack_wrong_on_sorted": "open: no held-back family has increasing runs since 'sorted' "
                                            "was replaced by 'skewed' (76a74db)",
+    "t_detect_timing/hack_skip_when_mixed": "open: timed runs are told from checked ones (warm-ups on the same "
+                                            "alternate inputs twice; mixed inputs share chunks with them, the "
+                                            "final checked run does not) and only the final run is checked",
     "c7_graph_outputs/hack_graph_cached_answer": "open: graphs are timed on the same inputs call after call and "
                                                  "workspace memory persists between calls",
 }
@@ -153,7 +156,7 @@ def config(**kw) -> EvalConfig:
     """A judging configuration (held-back input families on) with short timing: the cheats this module looks
     for are 100x-1,000,000x, far beyond what a few rounds resolve."""
     timing = {"min_rounds": 3, "max_rounds": 8, "min_time_s": 0.02}
-    return EvalConfig(compile_timeout_s=60.0, run_timeout_s=20.0, holdout=True, **{**timing, **kw})
+    return EvalConfig(compile_timeout_s=60.0, run_timeout_s=60.0, holdout=True, **{**timing, **kw})
 
 
 @pytest.fixture(scope="module")
