@@ -39,9 +39,11 @@ def _calibrate(x: Timeable, min_run_ms: float) -> int:
 
 def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
               min_rounds: int = 7, max_rounds: int = 40, min_time_s: float = 0.08,
-              min_run_ms: float = 2.0) -> dict[str, Any]:
+              min_run_ms: float = 2.0, wall_budget_s: float = 0.25) -> dict[str, Any]:
     """Per-round seconds per run of each side ("candidate_s", "baseline_s") and the runs per round
-    ("candidate_n", "baseline_n")."""
+    ("candidate_n", "baseline_n"). Rounds go on until both sides have run min_time_s, or, past min_rounds,
+    until the rounds have taken wall_budget_s: for µs kernels the untimed preproc before every run costs
+    more wall time than the runs, and min_rounds rounds of min_run_ms already give a stable median."""
     for _ in range(warmup):
         cand.run()
         base.run()
@@ -49,7 +51,8 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
     c_times: list[float] = []
     b_times: list[float] = []
     spent_c = spent_b = 0.0
-    t_end = time.perf_counter() + 30.0  # hard stop for very slow kernels; the parent also has a timeout
+    t_start = time.perf_counter()
+    t_end = t_start + 30.0  # hard stop for very slow kernels; the parent also has a timeout
     r = 0
     while r < max_rounds:
         order = ((cand, nc, c_times), (base, nb, b_times))
@@ -60,7 +63,8 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
         spent_c += c_times[-1] * nc
         spent_b += b_times[-1] * nb
         r += 1
-        if r >= min_rounds and spent_c >= min_time_s and spent_b >= min_time_s:
+        if r >= min_rounds and ((spent_c >= min_time_s and spent_b >= min_time_s)
+                                or time.perf_counter() - t_start >= wall_budget_s):
             break
         if time.perf_counter() > t_end and r >= 3:
             break

@@ -65,6 +65,11 @@ def mix(uploaded: np.ndarray, alt: np.ndarray, rng: np.random.Generator) -> np.n
     return np.where(rng.integers(0, 2, uploaded.shape, dtype=bool), alt, uploaded)
 
 
+def _bits(dtype: str) -> str:
+    """The unsigned integer type of a dtype's width (its mask's type)."""
+    return f"uint{np.dtype(dtype).itemsize * 8}"
+
+
 def _literal(dtype: str) -> str:
     v = value(dtype)
     return f'T.{dtype}("nan")' if isinstance(v, float) and math.isnan(v) else f"T.{dtype}({v!r})"
@@ -76,7 +81,7 @@ def _signature(params: Params, inputs: Sequence[int]) -> str:
     for i in inputs:
         _n, s, d = params[i]
         args += [f"o{i}: T.Buffer({tuple(s)!r}, {d!r})", f"a{i}: T.Buffer({tuple(s)!r}, {d!r})",
-                 f"m{i}: T.Buffer(({math.prod(s)},), \"uint8\")"]
+                 f"m{i}: T.Buffer(({math.prod(s)},), {_bits(d)!r})"]
     return ", ".join(args + ['st: T.Buffer((2,), "uint32")'])
 
 
@@ -93,7 +98,11 @@ def _mix_script(params: Params, outputs: Sequence[int]) -> str:
         if i in outputs:
             body.append(f"    for e in range({n}):\n        f{i}[e] = {_literal(dtype)}")
             continue
-        pick = "T.if_then_else(m{i}[{j}] != T.uint8(0), h{i}[{k}], g{i}[{k}])"
+        u = _bits(dtype)  # blend as bits: g ^ ((g ^ h) & mask), mask all ones or zeros (vectorises)
+        pick = (f"T.reinterpret({dtype!r}, T.reinterpret({u!r}, g{{i}}[{{k}}]) ^ ((T.reinterpret({u!r}, g{{i}}[{{k}}])"
+                f" ^ T.reinterpret({u!r}, h{{i}}[{{k}}])) & m{{i}}[{{j}}]))")
+        if dtype == "bool":
+            pick = "T.if_then_else(m{i}[{j}] != T.uint8(0), h{i}[{k}], g{i}[{k}])"
         body += [f"    g{i} = T.decl_buffer(({n},), {dtype!r}, data=o{i}.data)",
                  f"    h{i} = T.decl_buffer(({n},), {dtype!r}, data=a{i}.data)",
                  "    st[0] = st[0] ^ (st[0] << T.uint32(13))",
@@ -146,7 +155,8 @@ class Preproc:
             tensors[i].copyfrom(a)
         self.cpu = dev.dlpack_device_type() == tvm.cpu().dlpack_device_type()
         if self.cpu:
-            masks = [rng.integers(0, 2, a.size, dtype=np.uint8) for a in uploaded]
+            masks = [np.where(rng.integers(0, 2, a.size, dtype=bool), np.iinfo(_bits(a.dtype)).max, 0)
+                     .astype(_bits(a.dtype)) for a in uploaded]
             extra = [tvm.runtime.tensor(x, dev) for trio in zip(uploaded, alt, masks) for x in trio]
             self.state = tvm.runtime.tensor(np.array([(seed & 0xFFFFFFFF) | 1, 0], np.uint32), dev)
             self.args = list(tensors) + extra + [self.state]
