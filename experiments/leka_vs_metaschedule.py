@@ -35,6 +35,19 @@ def _geomean(xs: list[float]) -> float | None:
     return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None
 
 
+def _status(r: dict[str, Any] | None) -> str:
+    """One sample in words: speedup or failure, and what its search did."""
+    if r is None:
+        return "no sample"
+    meta = r.get("meta") or {}
+    what = f"{r['speedup']:.2f}x" if r.get("correct") and r.get("speedup") else \
+        f"{r.get('failure')}: {str(r.get('error'))[:90]}"
+    search = (f"{meta['trials_run']} trials{', time limit' if meta.get('stopped_at_time_limit') else ''}"
+              if "trials_run" in meta else f"search {meta.get('search_speedup') or 0:.2f}x, "
+                                           f"{(r.get('budget') or {}).get('measurements', 0):.0f} measurements")
+    return f"{what} ({search}, {float((r.get('budget') or {}).get('minutes') or 0):.1f} min)"
+
+
 def compare(store: Any, runs: list[Any]) -> dict[str, Any]:
     from leka.bench import metrics
 
@@ -50,7 +63,7 @@ def compare(store: Any, runs: list[Any]) -> dict[str, Any]:
         lk, ms = recs.get("leka"), recs.get("metaschedule")
         ok = all(r is not None and metrics.is_correct(r) and r.get("speedup") for r in (lk, ms))
         if not ok:
-            missing.append(task)
+            missing.append(f"{task} (LEKA {_status(lk)}; MetaSchedule {_status(ms)})")
             continue
         lat.append(lk["candidate_ms"] / ms["candidate_ms"])
         spd.append(lk["speedup"] / ms["speedup"])
@@ -85,8 +98,10 @@ def main() -> int:
     for task, sl, sm, lr, sr, wl, wm in c["rows"]:
         print(f"{task[:44]:44s} {sl:8.2f} {sm:8.2f} {lr:8.3f} {sr:8.2f} {wl or 0:6.1f} {wm or 0:6.1f}")
     fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
-    print(f"\n{len(c['rows'])} tasks compared at {args.measurements} measurements each; "
-          f"left out (no correct timed sample on a side): {', '.join(c['missing']) or 'none'}")
+    print(f"\n{len(c['rows'])} tasks compared at {args.measurements} measurements each; left out (no correct "
+          f"timed sample on a side): {len(c['missing'])}")
+    for line in c["missing"]:
+        print(f"  {line}")
     print(f"geomean LEKA latency / MetaSchedule latency: {fmt(c['latency_ratio'])} (< 1: LEKA faster)")
     print(f"geomean LEKA speedup / MetaSchedule speedup (vs tvm-naive): {fmt(c['speedup_ratio'])} (goal >= 1.5)")
     wl, wm = c["wall_min"]["leka"], c["wall_min"]["metaschedule"]
