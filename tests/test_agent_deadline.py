@@ -13,7 +13,7 @@ from leka.agent import Policy, TraceStore, drive
 from leka.agent.deadline import Limits, RunClock, run_forked
 from leka.budget import Budget
 
-from test_agent_fakes import FakeEvaluator, FakeIR, FakeProposal, ScriptedProposer, make_context
+from test_agent_fakes import FakeEvaluator, FakeProposal, ScriptedProposer, make_context
 
 
 @pytest.fixture

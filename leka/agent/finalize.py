@@ -103,7 +103,8 @@ def confirm(ctx: AgentContext, choice: dict[str, Any], prefix: str,
     wrong = next(((n, r) for n, r in enumerate(runs, 1) if not r.get("correct")), None)
     if wrong is not None:
         n, r = wrong
-        why = f"fresh re-measure {n} of {len(runs)} not correct: {r.get('failure')}: {one_line(r.get('error') or '', 300)}"
+        detail = one_line(r.get("error") or "", 300)
+        why = f"fresh re-measure {n} of {len(runs)} not correct: {r.get('failure')}: {detail}"
         return r, speedups, why, source
     res = sorted(runs, key=lambda r: r.get("speedup") or 0.0)[len(runs) // 2] if len(runs) == 3 else runs[0]
     return res, speedups, None, source

@@ -23,7 +23,7 @@ from leka.ir.layers import adopt_trusted_text_hashes, trusted_text_hashes
 from .context import AgentContext
 from .deadline import Bounded, Emit
 from .evaluation import bounded_work, evaluate, one_line
-from .finalize import finalize
+from .finalize import finalize  # noqa: F401 - the graph's finalize node (graph.py: nodes.finalize)
 from .state import LAYERS, AgentState, Best, CandidateRecord, LayerStatus, Policy, StepRecord
 
 
@@ -277,8 +277,9 @@ def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord,
             return (str(e) if isinstance(e, _BudgetStop) else f"budget: {e}"), best, enabling
         _fill_from_result(cand, res)
         if res.get("failure") == "cut_off":
+            what = f"measurement of candidate {i} ({_rule_of(prop) or 'proposal'})"
             record["cut_off"] = record["error"] = (f"step cut off after {time.monotonic() - t0:.0f} s of measuring "
-                                                   f"({bound}): measurement of candidate {i} ({_rule_of(prop) or 'proposal'})")
+                                                   f"({bound}): {what}")
             return (None if bound.startswith("step") else f"{bound} reached inside step {step_no}"), best, enabling
         if cand["correct"] and cand.get("speedup") is not None and cand["speedup"] > best["speedup"]:
             record["accepted"] = i
