@@ -133,11 +133,41 @@ def _compile(script: str, name: str):
     return tvm.compile(tvm.IRModule({name: func}), target="llvm").mod
 
 
+def registered_mix(params: Params, outputs: Sequence[int]) -> str:
+    """Global name of the compiled CPU preproc for a signature (compiled on first use)."""
+    import tvm
+
+    params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
+    outputs = sorted(int(i) for i in outputs)
+    name = "leka.mix." + hashlib.sha1(repr((params, outputs)).encode()).hexdigest()[:16]
+    if name not in _REGISTERED:
+        mod = _compile(_mix_script(params, outputs), "mix")
+        tvm.register_global_func(name, mod["mix"], override=True)
+        _REGISTERED[name] = (mod, mod["mix"])
+    return name
+
+
+def compiled_call(kernel, params: Params, outputs: Sequence[int], reuse: "Preproc | tuple | None" = None):
+    """(global name, compiled wrapper) timing `kernel`: `reuse` (an earlier Preproc or pair of this kernel)
+    keeps its wrapper, compiled once per loaded kernel."""
+    import tvm
+
+    if isinstance(reuse, Preproc):
+        reuse = (reuse.kernel_name, reuse.call) if reuse.cpu else None
+    if reuse is not None:
+        return reuse
+    name = f"leka.timed_kernel.{next(_KERNEL_IDS)}"
+    tvm.register_global_func(name, kernel, override=True)
+    _REGISTERED[name] = kernel
+    params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
+    return name, _compile(_call_script(params, sorted(int(i) for i in outputs), name), "call")
+
+
 class Preproc:
     """Timing of one loaded kernel with the preproc above. ``timer(n)`` → (time_evaluator, its arguments)."""
 
     def __init__(self, module, entry: str, tensors: list, params: Params, outputs: Sequence[int], dev,
-                 reuse: "Preproc | None" = None):
+                 reuse: "Preproc | tuple | None" = None):
         import tvm
 
         self.module, self.entry = module, entry
@@ -161,13 +191,7 @@ class Preproc:
             self.state = tvm.runtime.tensor(np.array([(seed & 0xFFFFFFFF) | 1, 0], np.uint32), dev)
             self.args = list(tensors) + extra + [self.state]
             self.mix_name = self._register_mix()
-            if reuse is not None and reuse.cpu and (reuse.params, reuse.outputs) == (self.params, self.outputs):
-                self.kernel_name, self.call = reuse.kernel_name, reuse.call  # same kernel: wrapper compiled once
-            else:
-                self.kernel_name = f"leka.timed_kernel.{next(_KERNEL_IDS)}"
-                tvm.register_global_func(self.kernel_name, kernel, override=True)
-                _REGISTERED[self.kernel_name] = kernel
-                self.call = _compile(_call_script(self.params, self.outputs, self.kernel_name), "call")
+            self.kernel_name, self.call = compiled_call(kernel, self.params, self.outputs, reuse)
         else:
             fills = [array(*self.params[i][1:]) for i in self.outputs]
             self._host = (uploaded, alt, rng, fills)
@@ -177,15 +201,7 @@ class Preproc:
             _REGISTERED[self.mix_name] = self._callback
 
     def _register_mix(self) -> str:
-        import tvm
-
-        key = repr((self.params, self.outputs)).encode()
-        name = "leka.mix." + hashlib.sha1(key).hexdigest()[:16]
-        if name not in _REGISTERED:
-            mod = _compile(_mix_script(self.params, self.outputs), "mix")
-            tvm.register_global_func(name, mod["mix"], override=True)
-            _REGISTERED[name] = (mod, mod["mix"])
-        return name
+        return registered_mix(self.params, self.outputs)
 
     def _callback(self, *tensors) -> None:
         uploaded, alt, rng, fills = self._host
