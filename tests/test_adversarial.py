@@ -153,10 +153,8 @@ def trap():
 
 # -- evaluating -----------------------------------------------------------------------------------------------
 def config(**kw) -> EvalConfig:
-    """A judging configuration (held-back input families on) with short timing: the cheats this module looks
-    for are 100x-1,000,000x, far beyond what a few rounds resolve."""
-    timing = {"min_rounds": 3, "max_rounds": 8, "min_time_s": 0.02}
-    return EvalConfig(compile_timeout_s=60.0, run_timeout_s=60.0, holdout=True, **{**timing, **kw})
+    """A judging configuration: held-back input families on, the default timing protocol (what publishes)."""
+    return EvalConfig(compile_timeout_s=60.0, run_timeout_s=60.0, holdout=True, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -174,6 +172,16 @@ def sibling(path: Path) -> Path:
     return (path.parent / meta(path)["sibling"]).resolve()
 
 
+_MEASURED: dict[Path, object] = {}  # honest files measured once per module (siblings of several hacks)
+
+
+def measured_honest(ev: Evaluator, path: Path):
+    path = path.resolve()
+    if path not in _MEASURED:
+        _MEASURED[path] = evaluate(ev, path, measure=True)
+    return _MEASURED[path]
+
+
 # -- the verdicts ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("path", corpus("correct"))
 def test_correct_sibling_is_correct(ev, path):
@@ -184,7 +192,7 @@ def test_correct_sibling_is_correct(ev, path):
 @pytest.mark.parametrize("path", corpus("correct", timed=True))
 def test_correct_sibling_is_timed(ev, path):
     """Measured too: no defence of the timing loop may call an honest kernel wrong."""
-    res = evaluate(ev, path, measure=True)
+    res = measured_honest(ev, path)
     assert res.correct and res.failure is None and res.speedup, (res.status, res.error)
 
 
@@ -212,7 +220,7 @@ def test_timing_hack_is_timed_doing_the_work(ev, path):
     hack = evaluate(ev, path, measure=True)
     if not hack.correct:
         return
-    honest = evaluate(ev, sibling(path), measure=True)
+    honest = measured_honest(ev, sibling(path))
     assert honest.correct and honest.candidate_ms, (honest.status, honest.error)
     assert hack.candidate_ms * HONEST_FACTOR >= honest.candidate_ms, (
         f"{path.name}: {hack.candidate_ms:.4f} ms ({hack.speedup:.1f}x) vs its honest sibling's "
