@@ -53,21 +53,9 @@ OPEN: dict[str, str] = {
 }
 
 
-# Honest kernels measured: the timing plausibility check (leka.evaluator.timing.plausible) calls them wrong
-# when the first timing of a signature compiles the preproc inside the request, or when untimed input mixing
-# costs more than a fast kernel's runs (both counted as unexplained wall time). Whether it trips depends on
-# the order and the machine's load, so this is a non-strict xfail, open until the check is fixed.
-TIMED_HONEST_OPEN = ("open: the wall-clock plausibility check may call an honest kernel wrong (preproc compile "
-                     "and input mixing counted as unexplained time)")
-
-
-def xfail_if_open(test_id: str, timed_honest: bool = False) -> list:
+def xfail_if_open(test_id: str) -> list:
     reasons = [r for key, r in OPEN.items() if test_id.startswith(key)]
-    if reasons:
-        return [pytest.mark.xfail(strict=True, reason=reasons[0])]
-    if timed_honest and TIMED_HONEST_OPEN:
-        return [pytest.mark.xfail(strict=False, reason=TIMED_HONEST_OPEN)]
-    return []
+    return [pytest.mark.xfail(strict=True, reason=reasons[0])] if reasons else []
 
 
 def meta(path: Path) -> dict[str, str]:
@@ -80,7 +68,7 @@ def meta(path: Path) -> dict[str, str]:
     return out
 
 
-def corpus(*expects: str, timed: bool = False) -> list:
+def corpus(*expects: str) -> list:
     params = []
     for p in sorted(ADV.glob("*/*.py")):
         m = meta(p)
@@ -88,7 +76,7 @@ def corpus(*expects: str, timed: bool = False) -> list:
         if m["expect"] not in expects:
             continue
         test_id = f"{p.parent.name}/{p.stem}"
-        params.append(pytest.param(p, id=test_id, marks=xfail_if_open(test_id, timed)))
+        params.append(pytest.param(p, id=test_id, marks=xfail_if_open(test_id)))
     return params
 
 
@@ -189,7 +177,7 @@ def test_correct_sibling_is_correct(ev, path):
     assert res.correct and res.failure is None, (res.status, res.error)
 
 
-@pytest.mark.parametrize("path", corpus("correct", timed=True))
+@pytest.mark.parametrize("path", corpus("correct"))
 def test_correct_sibling_is_timed(ev, path):
     """Measured too: no defence of the timing loop may call an honest kernel wrong."""
     res = measured_honest(ev, path)
@@ -235,8 +223,7 @@ def test_naive_against_itself_is_not_fast(ev, path):
     from leka.bench.metrics import is_fast
 
     res = measured_honest(ev, path)
-    if not res.correct:
-        pytest.xfail(f"the definition was not judged correct: {res.error}")
+    assert res.correct, (res.status, res.error)
     assert not is_fast(res.to_json(), 1.0), (res.speedup, res.detail.get("timing", {}).get("paired_speedup_median"))
 
 
