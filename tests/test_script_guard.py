@@ -231,3 +231,22 @@ def test_scheduled_graph_and_offline_proposals_accepted():
         for p in OfflineProposer().propose(ProposalRequest(layer, CandidateIR.initial(task), task, "host-cpu",
                                                            [], 2)):
             safe_from_source(p.ir.to_tvmscript("host-cpu"))
+
+
+def test_model_algorithm_text_is_checked_in_the_isolated_parser(tmp_path):
+    """leka.ir.isolated parses a model's algorithm text with the same guard: rejected in one line, no trace."""
+    from leka.ir import CandidateIR
+    from leka.ir.isolated import run_isolated
+    from leka.tasks import get_task
+
+    task = get_task("ex-softmax-512x384")
+    text = (ROOT / "tests" / "corpus" / "correct_naive.py").read_text()
+    marker = tmp_path / "ran"
+    bad = text.replace('T.func_attr({"tirx.noalias": True})',
+                       f'T.func_attr({{"x": __import__("os").system("touch {marker}")}})')
+    assert bad != text
+    for t, errors in ((text, []), (bad, ["algorithm text rejected: line 7: name '__import__' is not allowed "
+                                         "(no dunder names)"])):
+        ir = CandidateIR.initial(task).with_layer("algorithm", {"kind": "tvmscript", "text": t})
+        assert run_isolated("validate", ir, "host-cpu")["errors"] == errors
+    assert not marker.exists()
