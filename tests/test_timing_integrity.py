@@ -4,6 +4,7 @@ previous run's answer (found in its output, or cached in a scratch buffer) is ti
 reply whose timings do not fit the wall clock is rejected."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +121,7 @@ def test_alternate_times_only_through_the_runner():
 
         def time(self, number):
             calls.append((self.name, "time", number))
+            time.sleep(number * 1e-3)  # 1 ms per run, as the wall clock sees it
             return 1e-3
 
     out = alternate_rounds(Fake("c"), Fake("b"), min_rounds=3, max_rounds=3, min_time_s=0, min_run_ms=2.0)
