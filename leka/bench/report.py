@@ -129,7 +129,14 @@ def build_report(store: ResultStore, run_id: str) -> dict[str, Any]:
                           _fmt(r.get("candidate_ms")), _fmt(r.get("baseline_ms")), _fmt(r.get("compile_s")),
                           _fmt(r.get("roofline_fraction"), True), str((r.get("meta") or {}).get("schedule", "")),
                           (r.get("error") or "")[:160]])
-    return {"run": run, "records": recs, "summary": s, "sections": sections, "task_rows": task_rows}
+    from leka.executors.progress import where_summary
+
+    where = [[ex, node, str(n), str(bad)] for ex, node, n, bad in where_summary(recs)]
+    return {"run": run, "records": recs, "summary": s, "sections": sections, "task_rows": task_rows,
+            "where": where}
+
+
+WHERE_HEAD = ["executor", "node", "samples", "failed"]
 
 
 TASK_HEAD = ["task", "#", "compiled", "correct", "speedup", "ms", "baseline ms", "compile s", "roofline", "schedule",
@@ -169,6 +176,7 @@ def write_report(store: ResultStore, run_id: str, out_dir: str | Path) -> tuple[
     md = [f"# {title}", "", _md_table(["metric", "value"], headline), ""]
     for key, rows in data["sections"].items():
         md += [f"## By {key}", "", _md_table(SUMMARY_HEAD, rows), ""]
+    md += ["## Where each sample ran", "", _md_table(WHERE_HEAD, data["where"]), ""]
     md += ["## Samples", "", _md_table(TASK_HEAD, data["task_rows"]), "",
            "Plots (speedup distribution, Fast@p curve, roofline) are in report.html.", "",
            "Metric definitions: docs/metrics.md. Failures count as 0."]
@@ -185,6 +193,7 @@ def write_report(store: ResultStore, run_id: str, out_dir: str | Path) -> tuple[
         parts.append(f"<h2>{label}</h2><img alt='{label}' src='data:image/png;base64,{plots[name]}'>")
     for key, rows in data["sections"].items():
         parts.append(f"<h2>By {html.escape(key)}</h2>" + _html_table(SUMMARY_HEAD, rows))
+    parts.append("<h2>Where each sample ran</h2>" + _html_table(WHERE_HEAD, data["where"]))
     parts.append("<h2>Samples</h2>" + _html_table(TASK_HEAD, data["task_rows"]))
     parts.append("<p>Metric definitions: docs/metrics.md. Failures count as 0.</p></body></html>")
     html_path = out / "report.html"

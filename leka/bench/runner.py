@@ -141,6 +141,9 @@ def build_record(task: Any, target: Any, sample: Any, sample_idx: int) -> dict[s
     rec.update(task=task.id, pattern=task.pattern, workload=workload_signature(task), level=task.level,
                domain=task.domain, dtype=task.dtype, flops=task.flops, bytes=task.bytes, target=target.name,
                sample_idx=sample_idx, mismatch_count=rec.get("mismatch_count"))
+    from leka.executors.base import where
+
+    rec["where"] = where("local")  # an executor that ran it elsewhere replaces it (leka/executors)
     rec["roofline_fraction"] = (metrics.roofline_fraction(task.flops, task.bytes, rec["candidate_ms"], target.facts)
                                 if metrics.is_correct(rec) and rec.get("candidate_ms") else None)
     if sample.method not in BASELINE_METHODS and sample.source is not None:

@@ -55,7 +55,8 @@ SAMPLE_COLUMNS = ("task", "pattern", "workload", "level", "domain", "target", "m
                   "speedup", "candidate_ms", "spread", "baseline", "baseline_ms", "baseline_spread",
                   "roofline_fraction")
 # input_seed: replays the sample's inputs (`leka eval --seed`); it lives in record_json.
-EXPORT_COLUMNS = ("run_id",) + SAMPLE_COLUMNS + ("input_seed", "budget", "versions")
+# where: the executor and node a sample ran on (leka/executors).
+EXPORT_COLUMNS = ("run_id",) + SAMPLE_COLUMNS + ("input_seed", "budget", "versions", "where")
 
 
 class StoreError(LekaError):
@@ -206,6 +207,7 @@ class ResultStore:
                 row = dict(r)
                 row["budget"] = json.dumps(r.get("budget") or {}, sort_keys=True)
                 row["versions"] = json.dumps(r.get("versions") or {}, sort_keys=True)
+                row["where"] = json.dumps(r.get("where") or {}, sort_keys=True)
                 w.writerow(row)
             return buf.getvalue()
         raise StoreError(f"unknown export format {fmt!r}; use jsonl or csv")

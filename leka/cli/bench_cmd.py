@@ -8,6 +8,8 @@ import sys
 from collections import Counter
 
 from .bench_results_cmd import cmd_compare, cmd_export, cmd_report, cmd_runs
+from leka.executors.cli import add_executor_flags
+
 from .tables import add_output_flags
 
 
@@ -63,6 +65,7 @@ def register(sub) -> None:
     q.add_argument("--resume", metavar="RUN", help="continue RUN: repeats no finished sample, keeps its settings")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_executor_flags(q)
     q.set_defaults(func=cmd_run)
 
     q = bsub.add_parser("runs", help="list the runs in the store (id, method, target, status, samples)")
@@ -206,7 +209,8 @@ def cmd_run(args) -> int:
     from leka.bench.store import ResultStore
     from leka.budget import Budget
     from leka.errors import LekaError
-    from leka.evaluator import EvalConfig, Evaluator, versions
+    from leka.evaluator import EvalConfig, versions
+    from leka.executors.base import evaluator_for
     from leka.methods import get_method, list_methods
     from leka.targets import get_target
     from leka.tasks import get_task, load_task_folder
@@ -234,6 +238,7 @@ def cmd_run(args) -> int:
         options, budget_spec = _parse_options(args.option), args.budget
         trials, measure = args.trials, not args.no_measure
         run_id = None
+    rpc = cfg.get("rpc") if args.resume else args.rpc
     budget = Budget.parse(budget_spec)
     method = get_method(method_name, options)
     target = get_target(target_spec)
@@ -241,16 +246,24 @@ def cmd_run(args) -> int:
         cfg = {"selection": sel.to_json(), "task_ids": [t.id for t in tasks], "task_paths": args.tasks,
                "target_spec": target_spec, "target": target.to_json(), "samples": samples, "options": options,
                "budget": budget_spec, "trials": trials, "measure": measure, "argv": sys.argv[1:]}
+        if rpc:
+            cfg["rpc"] = rpc
         run_id = store.create_run(method_name, target.name, cfg, versions())
     print(f"run {run_id}: {method_name} on {target.name}, {len(tasks)} workloads x {samples} samples "
           f"(store {store.path})", file=sys.stderr, flush=True)
     finished = store.finished_keys(run_id)
     todo = sum(1 for t in tasks for i in range(samples) if (t.id, method_name, i) not in finished)
-    # A finished run needs no evaluator worker (starting one costs a TVM import).
-    ev = Evaluator(target, EvalConfig(trials=trials, measure=measure)) if todo else contextlib.nullcontext()
-    with ev as evaluator, _Progress(len(tasks) * samples, args.quiet or not todo) as prog:
-        out = run_benchmark(store, run_id, tasks, target, method, samples, evaluator, budget, options,
-                            on_sample=prog.update, on_start=prog.start)
+    if args.executor != "local" and todo:
+        from leka.executors.cli import run_on_executor
+
+        out = run_on_executor(args, store, run_id, tasks, method, samples, options, {**cfg, "rpc": rpc})
+    else:
+        # A finished run needs no evaluator worker (starting one costs a TVM import).
+        ev = (evaluator_for(target, EvalConfig(trials=trials, measure=measure), rpc) if todo
+              else contextlib.nullcontext())
+        with ev as evaluator, _Progress(len(tasks) * samples, args.quiet or not todo) as prog:
+            out = run_benchmark(store, run_id, tasks, target, method, samples, evaluator, budget, options,
+                                on_sample=prog.update, on_start=prog.start)
     recs = store.samples(run_id)
     from leka.bench import metrics
 
@@ -263,6 +276,9 @@ def cmd_run(args) -> int:
     if out.not_applicable:
         print(f"  not applicable to {len(out.not_applicable)} workloads: "
               f"{next(iter(out.not_applicable.values()))} ...", file=sys.stderr)
+    from leka.executors.cli import print_where
+
+    print_where(recs)
     if out.stopped:
         print(f"  stopped early ({out.stopped}); continue with --resume {run_id}", file=sys.stderr)
     print(run_id)

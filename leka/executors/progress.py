@@ -1,0 +1,84 @@
+"""Progress of a fanned-out run: done / running / failed per node, a rich live table on a terminal and
+one plain line per finished sample when piped."""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from typing import Any
+
+from .base import SampleOutcome
+
+
+def node_label(where: dict[str, Any] | None) -> str:
+    if not where:
+        return "?"
+    node = str(where.get("node") or "?")
+    host = where.get("host")
+    return f"{host} ({node[:8]})" if host and host != node else node
+
+
+class FanoutProgress:
+    def __init__(self, total: int, already: int, quiet: bool = False, live: bool | None = None) -> None:
+        self.total, self.already, self.quiet = total, already, quiet
+        self.live = sys.stderr.isatty() if live is None else live
+        self.done: Counter[str] = Counter()
+        self.failed: Counter[str] = Counter()
+        self.skipped = 0
+        self._live: Any = None
+
+    @property
+    def finished(self) -> int:
+        return self.already + sum(self.done.values()) + sum(self.failed.values()) + self.skipped
+
+    def running(self) -> int:
+        return max(0, self.total - self.finished)
+
+    def table(self) -> Any:
+        from rich.table import Table
+
+        t = Table(title=f"{self.finished}/{self.total} samples ({self.already} stored before), "
+                        f"{self.running()} queued or running")
+        for col in ("node", "done", "failed"):
+            t.add_column(col, justify="left" if col == "node" else "right")
+        for node in sorted(set(self.done) | set(self.failed)):
+            t.add_row(node, str(self.done[node]), str(self.failed[node]))
+        return t
+
+    def __enter__(self) -> "FanoutProgress":
+        if not self.quiet and self.live:
+            from rich.console import Console
+            from rich.live import Live
+
+            self._live = Live(self.table(), console=Console(stderr=True), refresh_per_second=2)
+            self._live.__enter__()
+        return self
+
+    def update(self, o: SampleOutcome) -> None:
+        if o.not_applicable is not None:
+            self.skipped += 1
+            return
+        node = node_label(o.record.get("where"))
+        ok = o.record.get("failure") is None
+        (self.done if ok else self.failed)[node] += 1
+        if self._live is not None:
+            self._live.update(self.table())
+        elif not self.quiet:
+            state = "ok" if ok else f"failed ({o.record.get('failure')})"
+            print(f"[{self.finished}/{self.total}] {o.spec.task_id} #{o.spec.sample_idx} on {node}: {state}",
+                  file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.__exit__(*exc)
+
+
+def where_summary(records: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:
+    """(executor, node, samples, failed) for a run's records: where each sample ran."""
+    seen: Counter[tuple[str, str]] = Counter()
+    bad: Counter[tuple[str, str]] = Counter()
+    for r in records:
+        w = r.get("where") or {}
+        key = (str(w.get("executor") or "local (before executors)"), node_label(w) if w else "?")
+        seen[key] += 1
+        bad[key] += r.get("failure") is not None
+    return [(ex, node, n, bad[(ex, node)]) for (ex, node), n in sorted(seen.items())]
