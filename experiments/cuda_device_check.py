@@ -1,7 +1,7 @@
 """Prepare CUDA job folders for the example CUDA candidates (all three example tasks), to run on a GPU box.
 
     .venv/bin/python experiments/cuda_device_check.py [--out .leka/cuda-jobs] [--arch sm_90]
-    ../shared/tools/make-gpu-bundle .gpu-bundle            # runtime-only TVM for the GPU box (once)
+    leka gpu-bundle -o .gpu-bundle        # runtime-only TVM for the GPU box (once)
 
 then on the GPU machine (Python 3.12 + nvcc, no TVM), from the project root:
 

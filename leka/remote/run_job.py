@@ -1,7 +1,7 @@
 """Run job folders made by leka.remote.make_job:  python -m leka.remote.run_job DIR [DIR...]
 
 Needs only NumPy and a TVM *runtime* (no compiler library): on a GPU box without TVM, use the bundle
-from ../shared/tools/make-gpu-bundle (docs/cuda.md). For each job: load candidate and baseline, run every
+from `leka gpu-bundle` (leka/remote/bundle.py, docs/cuda.md). For each job: load candidate and baseline, run every
 trial with NaN-prefilled outputs, compare with the NumPy reference (|got-exp| <= atol + rtol*|exp|,
 atol = atol_scale * max|exp|), then time candidate and baseline alternately. Prints one JSON line per job
 and writes DIR/result.json. Exit status 0 when every job ran (whatever its verdict), 1 otherwise.
