@@ -147,20 +147,52 @@ def registered_mix(params: Params, outputs: Sequence[int]) -> str:
     return name
 
 
+_LIBRARIES: dict[str, str | None] = {}  # signature -> exported wrapper library (None: cannot export here)
+
+
+def _wrapper_library(params: Params, outputs: list[int], name: str) -> str | None:
+    """A shared library of the wrapper calling global `name`, exported once per signature (needs a C
+    compiler); each kernel then loads its own copy, whose cached lookup of `name` binds to that kernel."""
+    if name not in _LIBRARIES:
+        import tempfile
+
+        path = os.path.join(tempfile.gettempdir(), f"{name}.so")
+        try:
+            import tvm
+
+            func = tvm.script.from_source(_call_script(params, outputs, name))
+            tvm.compile(tvm.IRModule({"call": func}), target="llvm").export_library(path)
+            _LIBRARIES[name] = path
+        except Exception:  # noqa: BLE001 - no compiler/linker here: compile a wrapper per kernel instead
+            _LIBRARIES[name] = None
+    return _LIBRARIES[name]
+
+
 def compiled_call(kernel, params: Params, outputs: Sequence[int], reuse: "Preproc | tuple | None" = None):
-    """(global name, compiled wrapper) timing `kernel`: `reuse` (an earlier Preproc or pair of this kernel)
-    keeps its wrapper, compiled once per loaded kernel."""
+    """(global name, wrapper module, kernel) timing `kernel`; the wrapper's call binds to the kernel on
+    its first call (Preproc makes it right after registering the kernel under the name). `reuse` (an earlier
+    Preproc or triple of this kernel) keeps its wrapper."""
+    import shutil
+
     import tvm
 
     if isinstance(reuse, Preproc):
-        reuse = (reuse.kernel_name, reuse.call) if reuse.cpu else None
+        reuse = (reuse.kernel_name, reuse.call, kernel) if reuse.cpu else None
     if reuse is not None:
         return reuse
-    name = f"leka.timed_kernel.{next(_KERNEL_IDS)}"
-    tvm.register_global_func(name, kernel, override=True)
-    _REGISTERED[name] = kernel
     params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
-    return name, _compile(_call_script(params, sorted(int(i) for i in outputs), name), "call")
+    outputs = sorted(int(i) for i in outputs)
+    name = "leka.timed." + hashlib.sha1(repr((params, outputs)).encode()).hexdigest()[:16]
+    lib = _wrapper_library(params, outputs, name)
+    if lib is not None:
+        copy = f"{lib[:-3]}-{os.getpid()}-{next(_KERNEL_IDS)}.so"
+        shutil.copyfile(lib, copy)
+        try:
+            return name, tvm.runtime.load_module(copy), kernel
+        finally:
+            os.unlink(copy)  # loaded: the file is no longer needed
+    name = f"leka.timed_kernel.{next(_KERNEL_IDS)}"
+    return name, _compile(_call_script(params, outputs, name), "call"), kernel
 
 
 class Preproc:
@@ -191,7 +223,11 @@ class Preproc:
             self.state = tvm.runtime.tensor(np.array([(seed & 0xFFFFFFFF) | 1, 0], np.uint32), dev)
             self.args = list(tensors) + extra + [self.state]
             self.mix_name = self._register_mix()
-            self.kernel_name, self.call = compiled_call(kernel, self.params, self.outputs, reuse)
+            self.kernel_name, self.call, _ = compiled_call(kernel, self.params, self.outputs, reuse)
+            if not isinstance(reuse, Preproc):  # bind the wrapper to this kernel now (runs it once, untimed)
+                tvm.register_global_func(self.kernel_name, kernel, override=True)
+                _REGISTERED[self.kernel_name] = kernel
+                self.call["call"](*self.args)
         else:
             fills = [array(*self.params[i][1:]) for i in self.outputs]
             self._host = (uploaded, alt, rng, fills)
