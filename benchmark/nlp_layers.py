@@ -149,7 +149,11 @@ def log_softmax(rows: int, vocab: int, src: str) -> Task:
             x - x.max(-1, keepdims=True) - np.log(np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True))
         ),
         flops=4 * rows * vocab,
-        desc=f"log-softmax over a {vocab} vocabulary ({src})",
+        # y = x - logsumexp: the float32 sum of a long row carries ~1e-4 relative error into every element as an
+        # absolute one, beyond 1e-5 * max|y| on the elements near 0 (seen once in the naive lowering itself)
+        atol=1e-4 if vocab >= 16384 else None,
+        desc=f"log-softmax over a {vocab} vocabulary ({src}"
+             + ("; atol 1e-4: long float32 sum)" if vocab >= 16384 else ")"),
     )
 
 
