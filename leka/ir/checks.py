@@ -95,6 +95,13 @@ def check_scheduled(live: Any, task: Any, target: Any) -> list[str]:
     local = fp.get("local", 0)
     if local and preset.family != "cpu" and local > 64 * 1024:
         errs.append(f"local (register) footprint {local} bytes per thread block is over 65536 bytes; use smaller tiles")
+    regs = preset.target.get("registers_per_block")
+    if local and regs and preset.family in ("cuda", "opencl"):
+        # a local buffer lives in registers, one copy per thread: 4 bytes per 32-bit register
+        need = local // 4 * _threads_per_block(live)
+        if need > int(regs):
+            errs.append(f"local accumulators need ~{need} registers per block ({local} bytes x "
+                        f"{_threads_per_block(live)} threads) over the target's registers_per_block {int(regs)}")
     budget = getattr(task, "memory_budget_bytes", None) or facts.get("memory_budget_bytes")
     if budget:
         args_bytes = sum(_nbytes(s, d) for _, s, d in task_args(task))

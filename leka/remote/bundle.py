@@ -31,7 +31,7 @@ _EXCLUDED = ("libtvm_compiler.so", "__pycache__")
 
 GPU_RUNTIME = '''"""Runtime-only TVM on the GPU host: load the CUDA runtime and compile CUDA source with local nvcc.
 Written by `leka gpu-bundle` (leka/remote/bundle.py)."""
-import ctypes, os, subprocess, tempfile
+import ctypes, hashlib, os, shutil, subprocess, tempfile
 os.environ.setdefault("TVM_USE_RUNTIME_LIB", "1")
 import tvm, tvm_ffi
 ctypes.CDLL(os.path.join(os.path.dirname(tvm.__file__), "lib", "libtvm_runtime_cuda.so"), ctypes.RTLD_GLOBAL)
@@ -40,11 +40,21 @@ ARCH = os.environ.get("GPU_ARCH", "sm_90")
 
 @tvm_ffi.register_global_func("tvm_callback_cuda_compile", override=True)
 def _compile(code, target=None):
+    # cubins cached by source hash (GPU_CUBIN_CACHE): a job checked in one process and timed in another
+    # compiles each kernel once
+    cache = os.environ.get("GPU_CUBIN_CACHE")
+    key = hashlib.sha256((ARCH + code).encode()).hexdigest()
+    if cache and os.path.exists(os.path.join(cache, key + ".cubin")):
+        with open(os.path.join(cache, key + ".cubin"), "rb") as f:
+            return bytearray(f.read())
     d = tempfile.mkdtemp()
     src, out = os.path.join(d, "k.cu"), os.path.join(d, "k.cubin")
     with open(src, "w") as f:
         f.write(code)
     subprocess.run(["nvcc", "-cubin", "-O3", f"-arch={ARCH}", "-w", "-o", out, src], check=True)
+    if cache:
+        os.makedirs(cache, exist_ok=True)
+        shutil.copy(out, os.path.join(cache, key + ".cubin"))
     with open(out, "rb") as f:
         return bytearray(f.read())
 '''

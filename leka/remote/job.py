@@ -55,6 +55,21 @@ def make_job(task: Task, candidate_source: str, target, out: Path, *, trials: in
     base = build(base_mod, preset)
     cand_path, base_path = cand.export(out / "candidate.so"), base.export(out / "baseline.so")
 
+    job = _job_header(task, preset, out, trials, seed)
+    job.update({
+        "candidate": {"file": cand_path.name, "source_sha256": hashlib.sha256(candidate_source.encode()).hexdigest(),
+                      "kernels": cand.to_json()["kernels"], "compile_s": round(cand.compile_s, 4)},
+        "baseline": {"name": baseline, "file": base_path.name, "kernels": base.to_json()["kernels"]},
+        "timing": {"number": number, "rounds": rounds}})
+    (out / "job.json").write_text(json.dumps(job, indent=1))
+    return out
+
+
+def _job_header(task: Task, preset, out: Path, trials: int, seed: int) -> dict:
+    """Trials (inputs + NumPy reference outputs, computed here) and the task's facts for job.json."""
+    device = {"cuda": "cuda", "cpu": "cpu"}.get(preset.family)
+    if device is None:
+        raise LekaError(f"remote jobs support cuda and cpu targets, not {preset.family}")
     rng = np.random.default_rng(seed)
     trial_files = []
     for k in range(trials):
@@ -65,20 +80,25 @@ def make_job(task: Task, candidate_source: str, target, out: Path, *, trials: in
         np.savez(out / name, **{f"in_{i}": a for i, a in enumerate(inputs)},
                  **{f"out_{i}": a for i, a in enumerate(expected)})
         trial_files.append({"file": name, "dist": dist})
-
     rtol, atol_scale = task.tolerance()
-    device = {"cuda": "cuda", "cpu": "cpu"}.get(preset.family)
-    if device is None:
-        raise LekaError(f"remote jobs support cuda and cpu targets, not {preset.family}")
-    job = {
-        "version": 1, "task": task.id, "target": preset.name, "target_dict": preset.target, "device": device,
-        "arch": str(preset.target.get("arch", "")), "entry": "main",
-        "args": [[a.name, list(a.shape), a.dtype, a.role] for a in task.args],
-        "n_inputs": len(task.inputs), "rtol": rtol, "atol_scale": atol_scale, "trials": trial_files,
-        "candidate": {"file": cand_path.name, "source_sha256": hashlib.sha256(candidate_source.encode()).hexdigest(),
-                      "kernels": cand.to_json()["kernels"], "compile_s": round(cand.compile_s, 4)},
-        "baseline": {"name": baseline, "file": base_path.name, "kernels": base.to_json()["kernels"]},
-        "timing": {"number": number, "rounds": rounds}, "flops": task.flops, "bytes": task.bytes,
-    }
+    return {"version": 1, "task": task.id, "target": preset.name, "target_dict": preset.target, "device": device,
+            "arch": str(preset.target.get("arch", "")), "entry": "main",
+            "args": [[a.name, list(a.shape), a.dtype, a.role] for a in task.args],
+            "n_inputs": len(task.inputs), "rtol": rtol, "atol_scale": atol_scale, "trials": trial_files,
+            "flops": task.flops, "bytes": task.bytes, "seed": seed}
+
+
+def make_multi_job(task: Task, modules: list[tuple[str, object, dict]], target, out: Path, *, trials: int = 2,
+                   seed: int = 0, number: int = 100, rounds: int = 7) -> Path:
+    """A job folder for leka.remote.multi: every (name, built Artifact, meta) module of one task."""
+    preset = get_target(target)
+    out.mkdir(parents=True, exist_ok=True)
+    job = _job_header(task, preset, out, trials, seed)
+    job["version"] = 2
+    job["modules"] = []
+    for name, art, meta in modules:
+        path = art.export(out / f"{name}.so")
+        job["modules"].append(dict(meta, name=name, file=path.name, kernels=art.to_json()["kernels"]))
+    job["timing"] = {"number": number, "rounds": rounds}
     (out / "job.json").write_text(json.dumps(job, indent=1))
     return out

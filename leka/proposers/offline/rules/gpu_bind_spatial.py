@@ -10,33 +10,55 @@ from ..cpu_plan import inline_intermediates
 NAME = "gpu.bind_spatial"
 
 
-def _threads(extent: int, cap: int, prefer: int) -> int:
+def threads_for(extent: int, cap: int, prefer: int) -> int:
     for t in (prefer, 256, 128, 64, 512, 32, 1024, 16, 8, 4, 2):
         if t <= cap and t <= extent and extent % t == 0:
             return t
     return 1
 
 
+def fuse_spatial(sk, b) -> str | None:
+    """Spatial loops first (reduction loops after them), fused into one; None when the block has none."""
+    loops = sk.loops(b.name)
+    sp = [loops[i] for i in b.spatial]
+    if not sp:
+        return None
+    if [loops.index(s) for s in sp] != list(range(len(sp))):
+        sk.do("reorder", loops=sp + [loops[i] for i in b.reduce])
+    return sk.do("fuse", loops=sp)[0] if len(sp) > 1 else sp[0]
+
+
+def bind_flat(sk, b, cap: int, prefer: int, vec: int = 1) -> None:
+    """One output element (or `vec` adjacent ones, vectorised: 16-byte loads/stores) per thread."""
+    fused = fuse_spatial(sk, b)
+    if fused is None:
+        return
+    ext = sk.extent(fused)
+    if vec > 1 and ext % vec == 0 and not b.reduce:
+        rest, inner = sk.do("split", loop=fused, factors=[None, vec])
+        t = threads_for(ext // vec, cap, prefer)
+        bx, tx = sk.do("split", loop=rest, factors=[None, t])
+        sk.do("vectorize", loop=inner)
+    else:
+        bx, tx = sk.do("split", loop=fused, factors=[None, threads_for(ext, cap, prefer)])
+    sk.do("bind", loop=bx, thread="blockIdx.x")
+    sk.do("bind", loop=tx, thread="threadIdx.x")
+
+
+def max_threads(ctx: RuleContext) -> int:
+    return int(ctx.target.get("max_threads_per_block", 256))
+
+
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     if ctx.family not in ("cuda", "opencl"):
         return None
-    cap = int(ctx.target.get("max_threads_per_block", 256))
     out = []
     for prefer in (256, 128, 64):
         def build(sk, prefer=prefer):
             done = set(inline_intermediates(sk, ctx.infos, inline_padding=True))
             for b in ctx.infos:
-                if b.name in done:
-                    continue
-                loops = sk.loops(b.name)
-                sp = [loops[i] for i in b.spatial]
-                if [loops.index(s) for s in sp] != list(range(len(sp))):
-                    sk.do("reorder", loops=sp + [loops[i] for i in b.reduce])
-                fused = sk.do("fuse", loops=sp)[0] if len(sp) > 1 else sp[0]
-                t = _threads(sk.extent(fused), cap, prefer)
-                bx, tx = sk.do("split", loop=fused, factors=[None, t])
-                sk.do("bind", loop=bx, thread="blockIdx.x")
-                sk.do("bind", loop=tx, thread="threadIdx.x")
+                if b.name not in done:
+                    bind_flat(sk, b, max_threads(ctx), prefer)
         ir = ctx.attempt(NAME, {"threads": prefer}, build)
         if ir is not None:
             out.append(ir)

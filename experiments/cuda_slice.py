@@ -1,0 +1,213 @@
+"""The CUDA slice of the suite on a remote GPU: tvm-naive, tvm-dlight and LEKA-offline candidates, all built
+here, checked for correctness and timed on the GPU in one job batch, the best LEKA candidate picked by the
+GPU's measurement (one tuning round of k proposals per task: the offline rules' first k, no feedback between
+them beyond that pick).
+
+    .venv/bin/python experiments/cuda_slice.py prepare --out .leka/cuda-slice [--k 4]   # here
+    leka gpu-bundle -o .gpu-bundle                                                      # here, once
+    # on the GPU host (runtime-only TVM, docs/cuda.md):
+    python3 -m leka.remote.multi --jobs 8 .leka/cuda-slice/*/
+    .venv/bin/python experiments/cuda_slice.py report --jobs .leka/cuda-slice [--store PATH]  # here
+
+`jetson --jobs DIR` builds every prepared module (its TVMScript is kept in the job folder) for the Jetson
+preset (jetson-orin-nano, sm_87). report prints per-task times, LEKA vs dlight (Fast@1.0 by leka.bench.metrics.is_fast, geomean) and
+the best kernel's roofline fraction against the H200 peaks below.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# NVIDIA H200 SXM datasheet peaks (nvidia.com/en-us/data-center/h200; not in /work/shared/reference, which
+# lists edge boards only): FP32 67 TFLOP/s (CUDA cores), FP16 without tensor cores ~134 TFLOP/s (2x FP32),
+# HBM3e 4.8 TB/s. None of the schedules here uses tensor cores, so the CUDA-core peaks are the roof.
+H200_PEAK_GFLOPS = {"float32": 67_000.0, "float16": 134_000.0}
+H200_BW_GBS = 4_800.0
+PER_DOMAIN = {"float32": 6, "float16": 2}
+
+
+def select_slice() -> list:
+    from leka.tasks import all_tasks
+
+    by: dict = defaultdict(list)
+    for t in sorted(all_tasks(), key=lambda t: (t.level, t.id)):
+        if t.level in (1, 2) and t.dtype in PER_DOMAIN and not t.id.startswith("ex-"):
+            by[(t.domain, t.dtype)].append(t)
+    out = []
+    for (domain, dtype), ts in sorted(by.items()):
+        seen: set = set()
+        picked = []
+        for t in ts:  # one shape per pattern, L1 and L2 alternately
+            if t.pattern not in seen:
+                seen.add(t.pattern)
+                picked.append(t)
+        l1 = [t for t in picked if t.level == 1]
+        l2 = [t for t in picked if t.level == 2]
+        mixed = [t for pair in zip(l1, l2) for t in pair] + l1[len(l2):] + l2[len(l1):]
+        out += mixed[:PER_DOMAIN[dtype]]
+    return out
+
+
+def _modules(task, preset, k: int) -> tuple[list, list]:
+    """(name, module, meta) of naive, dlight and the first k offline proposals; and the failures."""
+    from leka.compiler import default_schedule
+    from leka.ir import CandidateIR
+    from leka.proposers.base import ProposalRequest
+    from leka.proposers.offline import OfflineProposer
+    from leka.remote.job import parse_candidate
+
+    mods, failed = [("tvm-naive", default_schedule(task.build(), preset, "naive"), {"method": "tvm-naive"})], []
+    dl = default_schedule(task.build(), preset, "dlight")
+    if dl is not None:
+        mods.append(("tvm-dlight", dl, {"method": "tvm-dlight"}))
+    ir = CandidateIR.initial(task)
+    for n, p in enumerate(OfflineProposer().propose(ProposalRequest("schedule", ir, task, preset, [], k=k))):
+        meta = {"method": "leka-offline", "rule": p.meta["rule"], "knobs": p.meta["knobs"], "hash": p.ir.hash()}
+        try:
+            mods.append((f"leka-{n}", parse_candidate(p.ir.to_tvmscript(preset)), meta))
+        except Exception as e:  # noqa: BLE001 - a rule's output that does not flatten is a recorded failure
+            failed.append(dict(meta, name=f"leka-{n}", error=str(e)[:200]))
+    return mods, failed
+
+
+def prepare(args) -> int:
+    from leka.compiler import build
+    from leka.remote.job import make_multi_job
+    from leka.targets import get_target
+
+    cuda = get_target({**get_target("cuda").target, "arch": args.arch})
+    out = Path(args.out)
+    log = []
+    for task in select_slice():
+        t0 = time.perf_counter()
+        try:
+            mods, failed = _modules(task, cuda, args.k)
+        except Exception as e:  # noqa: BLE001 - e.g. TVM's naive GPU binding refuses a scan: no baseline
+            print(json.dumps({"task": task.id, "skipped": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}))
+            continue
+        built, scripts = [], {}
+        for name, mod, meta in mods:
+            try:
+                built.append((name, build(mod, cuda), meta))
+                scripts[name] = mod.script()
+            except Exception as e:  # noqa: BLE001
+                failed.append(dict(meta, name=name, error=f"sm_90 build: {str(e)[:200]}"))
+        make_multi_job(task, built, cuda, out / task.id, trials=args.trials, number=args.number, rounds=args.rounds)
+        for name, text in scripts.items():  # the TVMScript of every module, for the record and the Jetson build
+            (out / task.id / f"{name}.tvmscript").write_text(text)
+        row = {"task": task.id, "domain": task.domain, "level": task.level, "dtype": task.dtype,
+               "modules": [n for n, _, _ in built], "failed": failed, "prepare_s": round(time.perf_counter() - t0, 2)}
+        (out / task.id / "prepare.json").write_text(json.dumps(row, indent=1))
+        print(json.dumps({k: row[k] for k in ("task", "modules", "prepare_s")}), flush=True)
+    return 0
+
+
+def jetson(args) -> int:
+    """Build every module of every prepared job for the Jetson preset (sm_87): codegen + host module."""
+    from leka.compiler import build
+    from leka.remote.job import parse_candidate
+
+    ok, bad = 0, []
+    for d in sorted(p for p in Path(args.jobs).iterdir() if (p / "prepare.json").exists()):
+        for f in sorted(d.glob("*.tvmscript")):
+            try:
+                build(parse_candidate(f.read_text()), args.jetson)
+                ok += 1
+            except Exception as e:  # noqa: BLE001
+                bad.append({"task": d.name, "module": f.stem, "error": str(e).splitlines()[0][:200]})
+    print(json.dumps({"jetson": args.jetson, "built": ok, "failed": len(bad), "failures": bad}))
+    return 0
+
+
+def _record(task: dict, res: dict, name: str, base: str) -> dict:
+    m, b = res["modules"][name], res["modules"].get(base, {})
+    ok = m.get("verdict") == "correct"
+    rec = {"task": task["task"], "target": res["target"], "method": m.get("method"), "compiled": True, "correct": ok,
+           "failure": None if ok else m.get("verdict"), "candidate_ms": m.get("median_ms"),
+           "baseline": base, "baseline_ms": b.get("median_ms")}
+    if ok and b.get("median_ms") and m.get("median_ms"):
+        rec["speedup"] = b["median_ms"] / m["median_ms"]
+        rec["detail"] = {"timing": {"candidate": {"rounds_s": m["rounds_s"], "min_s": min(m["rounds_s"])},
+                                    "baseline": {"rounds_s": b["rounds_s"], "min_s": min(b["rounds_s"])}}}
+    return rec
+
+
+def _roofline(job: dict, ms: float, dtype: str) -> float:
+    t_compute = job["flops"] / (H200_PEAK_GFLOPS.get(dtype, 67_000.0) * 1e9) if job.get("flops") else 0.0
+    t_mem = job["bytes"] / (H200_BW_GBS * 1e9) if job.get("bytes") else 0.0
+    return max(t_compute, t_mem) / (ms * 1e-3)
+
+
+def report(args) -> int:
+    from leka.bench.metrics import is_fast
+
+    rows, fast, ratios, gpu_names = [], 0, [], set()
+    for d in sorted(p for p in Path(args.jobs).iterdir() if (p / "result.json").exists()):
+        res, job = json.loads((d / "result.json").read_text()), json.loads((d / "job.json").read_text())
+        prep = json.loads((d / "prepare.json").read_text())
+        gpu_names.add(res.get("device_name"))
+        base = "tvm-dlight" if "tvm-dlight" in res["modules"] else "tvm-naive"
+        leka = [n for n in res["modules"] if n.startswith("leka-")]
+        timed = [n for n in leka if res["modules"][n].get("median_ms")]
+        best = min(timed, key=lambda n: res["modules"][n]["median_ms"], default=None)
+        rec = _record(prep, res, best, base) if best else {"task": prep["task"], "correct": False, "compiled": True}
+        verdicts = {n: res["modules"][n]["verdict"] for n in res["modules"]}
+        row = {**prep, "baseline": base, "verdicts": verdicts,
+               "ms": {n: res["modules"][n].get("median_ms") for n in res["modules"]},
+               "best": best, "best_rule": res["modules"][best].get("rule") if best else None,
+               "speedup_vs_dlight": rec.get("speedup"), "fast": is_fast(rec, 1.0),
+               "roofline": _roofline(job, res["modules"][best]["median_ms"], prep["dtype"]) if best else None}
+        fast += row["fast"]
+        if rec.get("speedup"):
+            ratios.append(rec["speedup"])
+        rows.append(row)
+    n = len(rows)
+    geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+    for r in rows:
+        print(f"{r['task']:<44} {r['dtype']:<8} {r['baseline']:<10} "
+              f"{r['ms'].get(r['baseline']) or float('nan'):9.4f} ms  best {r['best'] or '-':<7} "
+              f"{(r['ms'].get(r['best']) if r['best'] else None) or float('nan'):9.4f} ms  "
+              f"x{r['speedup_vs_dlight'] or float('nan'):6.2f} {'FAST' if r['fast'] else '    '} "
+              f"roof {r['roofline'] or 0:.3f} {r['best_rule'] or ''}")
+    summary = {"tasks": n, "gpu": sorted(x for x in gpu_names if x), "fast_at_1": fast / n if n else None,
+               "geomean_vs_baseline": geo, "n_ratios": len(ratios),
+               "wrong_or_crash": sum(v not in ("correct",) for r in rows for v in r["verdicts"].values())}
+    print(json.dumps(summary))
+    if args.out:
+        Path(args.out).write_text("\n".join(json.dumps(r) for r in rows + [{"summary": summary}]) + "\n")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--out", default=str(ROOT / ".leka" / "cuda-slice"))
+    p.add_argument("--arch", default="sm_90")
+    p.add_argument("--k", type=int, default=4)
+    p.add_argument("--trials", type=int, default=2)
+    p.add_argument("--number", type=int, default=100)
+    p.add_argument("--rounds", type=int, default=7)
+    p.set_defaults(func=prepare)
+    j = sub.add_parser("jetson")
+    j.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
+    j.add_argument("--jetson", default="jetson-orin-nano")
+    j.set_defaults(func=jetson)
+    r = sub.add_parser("report")
+    r.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
+    r.add_argument("--out", help="write per-task rows + summary as JSONL")
+    r.set_defaults(func=report)
+    a = ap.parse_args()
+    return a.func(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""Job folders with many modules per task (baselines and every candidate of a tuning round), run with
+the TVM runtime alone:  python -m leka.remote.multi [--jobs N] DIR...
+
+Phase 1 (correctness, N jobs at once, one process per job): each module is loaded (CUDA source compiled
+by the bundle's nvcc callback, cubins cached in GPU_CUBIN_CACHE) and run on every trial with NaN-prefilled
+outputs, compared with the NumPy reference computed on the build host; the outputs are written back
+(`DIR/out_<module>_<trial>.npz`) for checking there. A kernel that faults (illegal address: the CUDA
+context is lost) is recorded as `crash` and a fresh process goes on with the next module.
+Phase 2 (timing, one job at a time): the correct modules are timed alternately, `rounds` x
+`time_evaluator(number)`, so drift hits all alike. Writes DIR/check.json and DIR/result.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from .run_job import _setup_cuda, compare
+
+_FATAL = ("illegal", "CUDA_ERROR", "cudaError", "unspecified launch failure", "misaligned")
+
+
+def _load(job_dir: Path, job: dict):
+    if job["device"] == "cuda":
+        _setup_cuda(job.get("arch", ""))
+    import tvm
+
+    return tvm, (tvm.cuda(0) if job["device"] == "cuda" else tvm.cpu(0))
+
+
+def _out_args(tvm, dev, job, inputs):
+    outs = [a for a in job["args"] if a[3] == "output"]
+    return [tvm.runtime.tensor(a, dev) for a in inputs] + [
+        tvm.runtime.tensor(np.full(s, np.nan, d) if np.dtype(d).kind == "f" else np.full(s, -7, d), dev)
+        for _, s, d, _ in outs]
+
+
+def _check_module(tvm, dev, job_dir: Path, job: dict, mod_spec: dict) -> dict:
+    try:
+        mod = tvm.runtime.load_module(str(job_dir / mod_spec["file"]))
+    except Exception as e:  # noqa: BLE001 - load = nvcc compile: a recorded failure
+        return {"verdict": "load_error", "error": (str(e).strip().splitlines() or ["?"])[-1][:300]}
+    trials, n_in = [], job["n_inputs"]
+    for k, trial in enumerate(job["trials"]):
+        data = np.load(job_dir / trial["file"])
+        inputs = [data[f"in_{i}"] for i in range(n_in)]
+        expected = [data[f"out_{i}"] for i in range(len(job["args"]) - n_in)]
+        args = _out_args(tvm, dev, job, inputs)
+        try:
+            mod[job["entry"]](*args)
+            dev.sync()
+        except Exception as e:  # noqa: BLE001
+            msg = (str(e).strip().splitlines() or ["?"])[-1][:300]
+            return {"verdict": "crash" if any(f in str(e) for f in _FATAL) else "runtime_error", "error": msg}
+        got = [a.numpy() for a in args[n_in:]]
+        np.savez(job_dir / f"out_{mod_spec['name']}_{k}.npz", *got)
+        counts = [compare(g, e, job["rtol"], job["atol_scale"]) for g, e in zip(got, expected)]
+        trials.append({"dist": trial["dist"], "mismatches": sum(c for c, _ in counts),
+                       "max_abs_err": max(m for _, m in counts)})
+    ok = all(t["mismatches"] == 0 for t in trials)
+    return {"verdict": "correct" if ok else "wrong", "trials": trials}
+
+
+def check_one(job_dir: Path) -> int:
+    """Check the modules without a verdict yet, in order; stop at the first crash (the context is gone)."""
+    job = json.loads((job_dir / "job.json").read_text())
+    path = job_dir / "check.json"
+    verdicts = json.loads(path.read_text()) if path.exists() else {}
+    pending = [m for m in job["modules"] if m["name"] not in verdicts]
+    if pending:  # the module about to run is marked first: a process that dies in it leaves a crash
+        verdicts[pending[0]["name"]] = {"verdict": "crash", "error": "process died while running it"}
+        path.write_text(json.dumps(verdicts, indent=1))
+    tvm, dev = _load(job_dir, job)
+    for m in pending:
+        verdicts[m["name"]] = {"verdict": "crash", "error": "process died while running it"}
+        path.write_text(json.dumps(verdicts, indent=1))
+        verdicts[m["name"]] = _check_module(tvm, dev, job_dir, job, m)
+        path.write_text(json.dumps(verdicts, indent=1))
+        if verdicts[m["name"]]["verdict"] == "crash":
+            return 3
+    return 0
+
+
+def time_one(job_dir: Path) -> int:
+    job = json.loads((job_dir / "job.json").read_text())
+    verdicts = json.loads((job_dir / "check.json").read_text())
+    tvm, dev = _load(job_dir, job)
+    data = np.load(job_dir / job["trials"][0]["file"])
+    inputs = [data[f"in_{i}"] for i in range(job["n_inputs"])]
+    mods = {m["name"]: tvm.runtime.load_module(str(job_dir / m["file"])) for m in job["modules"]
+            if verdicts.get(m["name"], {}).get("verdict") == "correct"}
+    args = {name: _out_args(tvm, dev, job, inputs) for name in mods}
+    samples: dict[str, list[float]] = {name: [] for name in mods}
+    number, rounds = job["timing"]["number"], job["timing"]["rounds"]
+    for _ in range(rounds):
+        for name, mod in mods.items():
+            timer = mod.time_evaluator(job["entry"], dev, number=number, repeat=1)
+            samples[name].append(float(timer(*args[name]).mean))
+    res = {"task": job["task"], "target": job["target"], "device_name": str(getattr(dev, "device_name", "")),
+           "modules": {}}
+    for m in job["modules"]:
+        entry = dict(m, **verdicts.get(m["name"], {"verdict": "unchecked"}))
+        if m["name"] in samples:
+            entry.update(rounds_s=samples[m["name"]], median_ms=statistics.median(samples[m["name"]]) * 1e3)
+        res["modules"][m["name"]] = entry
+    (job_dir / "result.json").write_text(json.dumps(res, indent=1))
+    return 0
+
+
+def _child(phase: str, job_dir: Path) -> int:
+    return subprocess.run([sys.executable, "-m", "leka.remote.multi", f"--{phase}", str(job_dir)],
+                          env=dict(os.environ), timeout=900).returncode
+
+
+def _check_until_done(job_dir: Path) -> None:
+    n = len(json.loads((job_dir / "job.json").read_text())["modules"])
+    for _ in range(n + 1):  # each crash costs one fresh process
+        if _child("check-one", job_dir) == 0:
+            return
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--jobs", type=int, default=4, help="jobs checked at once (phase 1)")
+    ap.add_argument("--check-one", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--time-one", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.check_one:
+        return check_one(a.dirs[0])
+    if a.time_one:
+        return time_one(a.dirs[0])
+    with ThreadPoolExecutor(max(1, a.jobs)) as pool:
+        list(pool.map(_check_until_done, a.dirs))
+    failed = 0
+    for d in a.dirs:
+        rc = _child("time-one", d)
+        failed += rc != 0
+        print(json.dumps({"dir": str(d), "timed": rc == 0}), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
