@@ -31,6 +31,7 @@ class TuneOptions:
     # wall-clock bounds (leka.agent.deadline.Limits): per step, and per task (None: from the budget's minutes)
     step_limit_s: float | None = None
     task_limit_s: float | None = None
+    rpc: str | None = None  # TRACKER_HOST:PORT:KEY: measure on the remote device (leka/runners/rpc.py)
 
     def limits(self) -> Any:
         from .deadline import Limits
@@ -102,7 +103,8 @@ def evaluate_fn(evaluator: Any, task: Any, baseline: str) -> Callable[[str], dic
     return evaluate
 
 
-def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str) -> Callable[[str], dict[str, Any]]:
+def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str,
+                    rpc: str | None = None) -> Callable[[str], dict[str, Any]]:
     """Finalize's re-measure: a new Evaluator (new worker process) that lives for one evaluation, on new
     inputs: the evaluator's fresh seed and its held-back input families (holdout)."""
     from dataclasses import replace
@@ -110,9 +112,9 @@ def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str) -> Calla
     config = replace(config, holdout=True)
 
     def remeasure(source: str) -> dict[str, Any]:
-        from leka.evaluator import Evaluator
+        from leka.executors.base import evaluator_for
 
-        with Evaluator(target, config) as ev:
+        with evaluator_for(target, config, rpc) as ev:
             return ev.evaluate(task, source, baseline=baseline).to_json()
     return remeasure
 
@@ -142,7 +144,8 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
     progress(title) makes the display; on_start(run_id, proposer_label) is called before the first step.
     """
     from leka.budget import Budget
-    from leka.evaluator import EvalConfig, Evaluator
+    from leka.evaluator import EvalConfig
+    from leka.executors.base import evaluator_for
     from leka.tasks import all_tasks, get_task
     from leka.targets import get_target
 
@@ -170,7 +173,7 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
 
         raise LekaError(why)
     target = get_target(opts.target)
-    if not target.runnable:  # tuning needs measurements; a build-only target cannot give them here
+    if not target.runnable and not opts.rpc:  # tuning needs measurements: a build-only target has none here
         from leka.errors import NotRunnableError
 
         raise NotRunnableError(f"cannot tune for {target.name} on this machine: {target.why_not_runnable}")
@@ -181,9 +184,10 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
         on_start(run_id, label)
     config = EvalConfig(trials=opts.trials, measure=True)
     with ExitStack() as stack:
-        evaluator = stack.enter_context(Evaluator(target, config))
+        evaluator = stack.enter_context(evaluator_for(target, config, opts.rpc))
         ctx = build_context(run_id, task, target, proposer, evaluate_fn(evaluator, task, opts.baseline),
-                            fresh_worker_fn(target, config, task, opts.baseline), budget, store, opts.limits())
+                            fresh_worker_fn(target, config, task, opts.baseline, opts.rpc), budget, store,
+                            opts.limits())
         title = f"LEKA {'resuming ' if resume else ''}{run_id}: {task.id} on {target.name} — proposer {label}"
         view = progress(title) if progress is not None else NoProgress()
         final = drive(ctx, store, policy=opts.policy, resume=bool(resume), progress=view,

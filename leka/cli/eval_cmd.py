@@ -25,13 +25,15 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, metavar="N",
                    help="replay the inputs of an earlier evaluation (its record's input_seed; default: a fresh seed)")
     p.add_argument("--json", action="store_true", help="print the result record as JSON")
+    p.add_argument("--rpc", metavar="HOST:PORT:KEY",
+                   help="run and time on a remote device through a TVM RPC tracker (docs/targets.md)")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     from leka.candidate import load_candidate
     from leka.errors import CandidateFormatError, LekaError
-    from leka.evaluator import EvalConfig, Evaluator
+    from leka.evaluator import EvalConfig
     from leka.targets import get_target
     from leka.tasks import get_task, load_task_folder
 
@@ -49,7 +51,9 @@ def run(args) -> int:
         raise LekaError("--seed must be in [0, 2**63)")
     # A verdict, not search feedback: the held-back input families are part of it.
     cfg = EvalConfig(trials=args.trials, measure=not args.no_measure, seed=args.seed, holdout=True)
-    with Evaluator(target, cfg) as ev:
+    from leka.executors.base import evaluator_for
+
+    with evaluator_for(target, cfg, args.rpc) as ev:
         res = ev.evaluate(task, cand.source, baseline=args.baseline)
     if res.failure == "compile_error" and res.stage in ("parse", "signature"):
         raise CandidateFormatError(f"{args.candidate}: {res.error}")

@@ -43,6 +43,8 @@ def register(sub) -> None:
     p.add_argument("--time", type=float, default=1.0, metavar="SECONDS",
                    help="minimum seconds per build in the end-to-end latency comparison (0 skips it; default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--rpc", metavar="HOST:PORT:KEY",
+                   help="measure the kernels on a remote device through a TVM RPC tracker (docs/targets.md)")
     p.set_defaults(func=run)
 
 
@@ -52,7 +54,8 @@ def run(args) -> int:
 
     opts = OptimizeOptions(model=args.model, target=args.target, out=args.out, shapes=list(args.shape),
                            budget=args.budget, method=args.method, llm=args.llm, base_url=args.base_url,
-                           jobs=args.jobs, db=args.db, resume=args.resume, time_s=args.time, quiet=args.quiet)
+                           jobs=args.jobs, db=args.db, resume=args.resume, time_s=args.time, quiet=args.quiet,
+                           rpc=args.rpc)
     manifest = optimize(opts)
     from leka.optimize.pipeline import default_out
 

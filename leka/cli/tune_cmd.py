@@ -47,6 +47,8 @@ def register(sub) -> None:
     p.add_argument("--export-lib", metavar="FILE", help="build the best kernel for the target into a library (.so)")
     p.add_argument("--json", action="store_true", help="print the final record as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--rpc", metavar="HOST:PORT:KEY",
+                   help="measure on a remote device through a TVM RPC tracker (docs/targets.md)")
     p.set_defaults(func=run)
 
 
@@ -72,7 +74,7 @@ def _options(args):
                     layers=args.layers, **({"history_len": 0} if args.no_feedback else {}))
     return TuneOptions(task_id=args.task, target=args.target, llm=args.llm, base_url=args.base_url,
                        budget=args.budget, policy=policy, trials=args.trials, tasks_paths=list(args.tasks),
-                       step_limit_s=args.step_limit, task_limit_s=args.task_limit)
+                       step_limit_s=args.step_limit, task_limit_s=args.task_limit, rpc=args.rpc)
 
 
 def run(args) -> int:

@@ -192,8 +192,9 @@ def _cpu_budget(seconds: float | None) -> None:
         pass
 
 
-def serve(fd_in: int, fd_out: int) -> None:
-    """Answer requests until the parent closes the request pipe."""
+def serve(fd_in: int, fd_out: int, handle: Any = None) -> None:
+    """Answer requests until the parent closes the request pipe; `handle(req, cache)` answers one (default:
+    this worker's ops; leka.runners.rpc_build serves builds for remote devices with this loop)."""
     from leka.evaluator.wire import WireError, read_frame, write_frame
 
     import tvm  # noqa: F401  (import cost paid once per worker)
@@ -206,7 +207,7 @@ def serve(fd_in: int, fd_out: int) -> None:
             return
         _cpu_budget(req.pop("cpu_budget_s", None))
         try:
-            reply = _handle(req, cache)
+            reply = (handle or _handle)(req, cache)
         except _Stage as s:
             reply = {"ok": False, "kind": s.kind, "stage": s.stage, "error": str(s)}
         except MemoryError:

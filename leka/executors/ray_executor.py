@@ -104,7 +104,9 @@ class RayExecutor:
             try:
                 d = ray.get(done[0])
             except Exception as e:  # noqa: BLE001 - a lost node or dead worker fails this sample only
-                yield crashed_outcome(spec, f"ray task failed: {_first_line(e)}")
+                from leka.evaluator.worker import one_line
+
+                yield crashed_outcome(spec, f"ray task failed: {one_line(e)}")
                 continue
             yield SampleOutcome(spec, d["record"], d["candidates"], d["not_applicable"])
 
@@ -112,10 +114,6 @@ class RayExecutor:
         if self.started_here and self._ray.is_initialized():
             self._ray.shutdown()
 
-
-def _first_line(e: BaseException) -> str:
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    return f"{type(e).__name__}: {lines[-1] if lines else ''}"[:500]
 
 
 def crashed_outcome(spec: SampleSpec, error: str) -> SampleOutcome:

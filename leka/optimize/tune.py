@@ -33,6 +33,7 @@ class TuneJob:
     budget: str
     run_id: str
     leka_home: str | None
+    rpc: str | None = None  # TRACKER_HOST:PORT:KEY (leka/runners/rpc.py)
 
 
 def run_job(job: TuneJob, events: Any = None) -> Winner:
@@ -42,7 +43,8 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     # Terminated by the parent (Ctrl-C there): unwind, so the evaluator's worker is closed, not orphaned.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     from leka.budget import Budget
-    from leka.evaluator import EvalConfig, Evaluator
+    from leka.evaluator import EvalConfig
+    from leka.executors.base import evaluator_for
     from leka.methods import MethodContext, get_method
     from leka.targets import get_target
 
@@ -58,7 +60,7 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
         if events is not None:
             events.put((job.spec.key, "msg", msg[:120]))
 
-    with Evaluator(preset, EvalConfig()) as ev:
+    with evaluator_for(preset, EvalConfig(), job.rpc) as ev:
         ctx = MethodContext(evaluator=ev, budget=budget, store=None, run_id=job.run_id, options=dict(job.options),
                             progress=say)
         samples = method.run(task, preset, ctx)
@@ -97,7 +99,8 @@ def is_winner(res: dict[str, Any]) -> bool:
 
 
 def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,
-             db: TuningDB, jobs: int, on_event: Callable[[str, str, Any], None]) -> dict[str, Winner]:
+             db: TuningDB, jobs: int, on_event: Callable[[str, str, Any], None],
+             rpc: str | None = None) -> dict[str, Winner]:
     """Tune every kernel with a budget (not already decided in the db); returns the new decisions by key."""
     todo = [p for p in profs if p.budget is not None]
     if not todo:
@@ -111,7 +114,7 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
     pool = ctx.Pool(processes=max(1, jobs), maxtasksperchild=1)
     try:
         running = {p.spec.key: (pool.apply_async(run_job, (TuneJob(p.spec, target, method, options, p.budget or "",
-                                                                   run_id, home), events)), p) for p in todo}
+                                                                   run_id, home, rpc), events)), p) for p in todo}
         return _collect(running, events, on_event, db, target_key(preset), method, run_id)
     except BaseException:  # Ctrl-C or a failure here: stop the jobs (each closes its evaluator on SIGTERM)
         pool.terminate()

@@ -1,0 +1,178 @@
+"""Remote devices behind a TVM RPC tracker: a board runs `python -m tvm.exec.rpc_server --tracker HOST:PORT
+--key KEY` with TVM's runtime alone; kernels are built here, uploaded as an exported library, run and timed
+there by TVM's time_evaluator, and their outputs fetched for the check here (docs/targets.md, "Board farms").
+
+    spec = RPCSpec.parse("127.0.0.1:9190:rpi4")
+    sess = connect(spec)                        # RPCError (one line) when the tracker or the key is not there
+    loaded = RPCLoaded(sess, lib_bytes, "lib.so", entry, params, family)
+    loaded.upload(arrays); loaded.run(); loaded.download(); loaded.arm(outputs); loaded.time(number)
+
+Timing differs from the local runners in one way: a runtime-only board has none of our compiled preprocs,
+and time_evaluator's f_preproc names a function registered on the board. So the poisoning happens before
+each *round* instead of each run: this process writes poisoned outputs and a fresh mix of the inputs and
+their alternate (leka.runners.poison) over RPC, then the board times `number` runs (docs/evaluator.md,
+"Remote devices").
+"""
+from __future__ import annotations
+
+import hashlib
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from leka.errors import LekaError
+
+from .base import check_arrays
+
+
+def one_line(e: BaseException) -> str:
+    from leka.evaluator.worker import one_line as worker_line  # TVM errors: the informative line
+
+    return worker_line(e)
+
+
+class RPCError(LekaError):
+    """The tracker, the key or the remote session is not usable."""
+
+
+@dataclass(frozen=True)
+class RPCSpec:
+    host: str
+    port: int
+    key: str
+
+    @classmethod
+    def parse(cls, text: str) -> "RPCSpec":
+        host, sep1, rest = str(text).partition(":")
+        port, sep2, key = rest.partition(":")
+        if not (sep1 and sep2 and host and key and port.isdigit()):
+            raise RPCError(f"--rpc {text!r}: expected TRACKER_HOST:PORT:KEY, e.g. 127.0.0.1:9190:rpi4")
+        return cls(host, int(port), key)
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}:{self.key}"
+
+
+def tracker_keys(spec: RPCSpec, timeout_s: float = 5.0) -> dict[str, int]:
+    """Free servers per key registered at the tracker; RPCError when nothing answers there."""
+    from tvm import rpc
+
+    try:
+        socket.create_connection((spec.host, spec.port), timeout=timeout_s).close()
+        summary = rpc.connect_tracker(spec.host, spec.port).summary()
+    except Exception as e:  # noqa: BLE001 - refused, unreachable, not a tracker: one line
+        raise RPCError(f"RPC tracker {spec.host}:{spec.port} does not answer ({one_line(e)})") from None
+    free: dict[str, int] = {}
+    for srv in summary.get("server_info", []):
+        k = str(srv.get("key", "")).split(":")[-1]
+        free[k] = free.get(k, 0) + 1
+    return free
+
+
+def connect(spec: RPCSpec, session_timeout_s: float = 0) -> Any:
+    """A session on a server registered under spec.key (the tracker queues us while all are busy)."""
+    from tvm import rpc
+
+    keys = tracker_keys(spec)
+    if spec.key not in keys:
+        raise RPCError(f"no RPC server is registered under key {spec.key!r} at {spec.host}:{spec.port} "
+                       f"(keys there: {', '.join(sorted(keys)) or 'none'})")
+    try:
+        return rpc.connect_tracker(spec.host, spec.port).request(spec.key, priority=1,
+                                                                 session_timeout=session_timeout_s, max_retry=2)
+    except Exception as e:  # noqa: BLE001
+        raise RPCError(f"RPC session for key {spec.key!r} failed: {one_line(e)}") from None
+
+
+
+_SESSIONS: dict[RPCSpec, list] = {}  # spec -> [session, users]: one session per farm key in a process
+
+
+def shared_session(spec: RPCSpec) -> Any:
+    """This process's session for spec (opened on first use; release_session() when done): evaluators of one
+    process share it, since the tracker hands a server to one session at a time and a second request would
+    wait for the first to end."""
+    if spec not in _SESSIONS:
+        _SESSIONS[spec] = [connect(spec), 0]
+    _SESSIONS[spec][1] += 1
+    return _SESSIONS[spec][0]
+
+
+def release_session(spec: RPCSpec, failed: bool = False) -> None:
+    """One user less; the last one (or a failure: the next user asks the tracker again) closes it, so the
+    server goes back to the tracker's pool."""
+    entry = _SESSIONS.get(spec)
+    if entry is not None:
+        entry[1] -= 1
+        if failed or entry[1] <= 0:
+            del _SESSIONS[spec]
+
+
+def remote_device(session: Any, family: str) -> Any:
+    return {"cpu": session.cpu, "cuda": session.cuda, "opencl": session.cl}[family](0)
+
+
+class RPCLoaded:
+    """An exported library loaded on the remote device (runner interface of leka/runners/__init__.py)."""
+
+    def __init__(self, session: Any, lib: bytes, suffix: str, entry: str,
+                 params: Sequence[tuple[str, Sequence[int], str]], family: str):
+        # A name of its own per upload: rewriting a file the server has loaded crashes it in dlsym.
+        name = f"leka_{hashlib.sha1(lib).hexdigest()[:12]}_{uuid.uuid4().hex[:8]}{suffix}"
+        session.upload(bytearray(lib), target=name)
+        self.module = session.load_module(name)
+        self.entry, self.func = entry, self.module[entry]
+        self.params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
+        self.dev = remote_device(session, family)
+        self.tensors: list[Any] = []
+        self._armed: tuple | None = None  # (input positions, uploaded, alternates, rng, output fills)
+
+    def upload(self, arrays: Sequence[np.ndarray]) -> None:
+        import tvm
+
+        self.tensors = [tvm.runtime.tensor(a, self.dev) for a in check_arrays(self.params, arrays)]
+        self._armed = None
+
+    def run(self) -> None:
+        self.func(*self.tensors)
+        self.dev.sync()
+
+    def download(self) -> list[np.ndarray]:
+        self.dev.sync()
+        return [t.numpy() for t in self.tensors]
+
+    def arm(self, outputs: Sequence[int]) -> None:
+        """Poison before every later timed round (see the module doc); untimed runs see the alternates."""
+        import os
+
+        from .poison import alternate, array
+
+        rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+        inputs = [i for i in range(len(self.params)) if i not in set(outputs)]
+        uploaded = [self.tensors[i].numpy() for i in inputs]
+        alts = [alternate(a, rng) for a in uploaded]
+        fills = [(i, array(*self.params[i][1:])) for i in outputs]
+        for i, a in zip(inputs, alts):
+            self.tensors[i].copyfrom(a)
+        self._armed = (inputs, uploaded, alts, rng, fills)
+
+    def _refill(self, final: bool) -> None:
+        from .poison import mix
+
+        inputs, uploaded, alts, rng, fills = self._armed  # type: ignore[misc]
+        for i, o, a in zip(inputs, uploaded, alts):
+            self.tensors[i].copyfrom(o if final else mix(o, a, rng))
+        for i, fill in fills:
+            self.tensors[i].copyfrom(fill)
+
+    def time(self, number: int, final: bool = False) -> float:
+        """Mean seconds per run of `number` runs timed on the board (TVM's time_evaluator); armed: a fresh
+        input mix and poisoned outputs before the round; `final`: the uploaded inputs instead (checked run)."""
+        if self._armed is not None:
+            self._refill(final)
+        timer = self.module.time_evaluator(self.entry, self.dev, number=number, repeat=1)
+        return float(timer(*self.tensors).mean)
+

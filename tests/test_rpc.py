@@ -1,0 +1,176 @@
+"""Remote devices through TVM's RPC tracker: a tracker and a server (a separate process, as a board runs it)
+on 127.0.0.1; `leka eval --rpc` and `leka bench run --rpc` measure through them and agree with the local
+runner within the measurement noise (leka.bench.metrics' rule); an unreachable tracker, an unknown key and a
+server that dies mid-measurement are a one-line error or a recorded failure."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from leka.bench import metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+MATMUL = str(ROOT / "examples" / "host-cpu" / "matmul.py")
+TASKS = str(Path(__file__).parent / "data" / "bench_tiny_tasks.py")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(*args: str) -> subprocess.Popen:
+    # Its own process group: the CLI forks a popen_worker that must go with it (TVM_0_27_NOTES §6).
+    env = {**os.environ, "TVM_NUM_THREADS": "2"}  # as a board's server is told its cores
+    return subprocess.Popen([sys.executable, "-m", *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env=env)
+
+
+def _stop(p: subprocess.Popen) -> None:
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=10)
+
+
+def start_server(tracker_port: int, key: str) -> subprocess.Popen:
+    from leka.runners.rpc import RPCSpec, tracker_keys
+
+    p = _start("tvm.exec.rpc_server", "--host", "127.0.0.1", "--port", str(_free_port()), "--port-end", "65000",
+               "--tracker", f"127.0.0.1:{tracker_port}", "--key", key)
+    deadline = time.time() + 30
+    while key not in tracker_keys(RPCSpec("127.0.0.1", tracker_port, key)):
+        assert time.time() < deadline and p.poll() is None, "the RPC server did not register"
+        time.sleep(0.2)
+    return p
+
+
+@pytest.fixture(scope="module")
+def tracker():
+    port = _free_port()
+    p = _start("tvm.exec.rpc_tracker", "--host", "127.0.0.1", "--port", str(port), "--port-end", str(port + 1))
+    deadline = time.time() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            assert time.time() < deadline and p.poll() is None, "the RPC tracker did not start"
+            time.sleep(0.2)
+    try:
+        yield port
+    finally:
+        _stop(p)
+
+
+@pytest.fixture(scope="module")
+def farm(tracker):
+    server = start_server(tracker, "cpu2")
+    try:
+        yield f"127.0.0.1:{tracker}:cpu2"
+    finally:
+        _stop(server)
+
+
+def _leka(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "leka.cli.main", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
+def _eval(*extra) -> dict:
+    r = _leka("eval", MATMUL, "--json", "--trials", "2", *extra)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout[r.stdout.index("{"):])
+
+
+def within_noise(a: dict, b: dict) -> bool:
+    """Neither result's candidate is faster than the other's beyond the measurement noise (metrics' rule for
+    records without paired rounds: two independent measurements have no paired rounds)."""
+    def faster(x: dict, y: dict) -> bool:
+        rec = {"correct": True, "speedup": y["candidate_ms"] / x["candidate_ms"], "spread": x["spread"],
+               "baseline_spread": y["spread"]}
+        return metrics.is_fast(rec, 1.0)
+    return not faster(a, b) and not faster(b, a)
+
+
+def test_eval_through_rpc_agrees_with_local(farm):
+    remote, local = _eval("--rpc", farm), _eval()
+    assert remote["correct"] is True and remote["failure"] is None
+    assert "TVM RPC" in remote["detail"]["sandbox"]
+    assert remote["candidate_ms"] and remote["baseline_ms"] and remote["rounds"] >= 7
+    assert within_noise(remote, local), (remote["candidate_ms"], remote["spread"], local["candidate_ms"],
+                                         local["spread"])
+
+
+def test_bench_run_through_rpc(farm, tmp_path):
+    db = tmp_path / "r.sqlite"
+    r = _leka("bench", "run", "--tasks", TASKS, "--pattern", "benchtest", "--trials", "2", "--no-measure",
+              "--quiet", "--store", str(db), "--rpc", farm)
+    assert r.returncode == 0, r.stderr[-2000:]
+    from leka.bench.store import ResultStore
+
+    st = ResultStore(db)
+    (run,) = st.list_runs()
+    recs = st.samples(run["run_id"])
+    assert len(recs) == 2 and all(x["correct"] for x in recs)
+    assert st.get_run(run["run_id"])["config"]["rpc"] == farm  # --resume keeps the device
+
+
+@pytest.mark.parametrize("spec, says", [("127.0.0.1:9:cpu2", "does not answer"),
+                                        ("nonsense", "expected TRACKER_HOST:PORT:KEY")])
+def test_bad_tracker_is_one_line(spec, says):
+    r = _leka("eval", MATMUL, "--rpc", spec, timeout=60)
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
+
+
+def test_unregistered_key_is_one_line(tracker):
+    r = _leka("eval", MATMUL, "--rpc", f"127.0.0.1:{tracker}:no-such-board", timeout=60)
+    assert r.returncode == 2 and "no RPC server is registered under key 'no-such-board'" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_server_dying_mid_measurement_is_a_recorded_failure(tracker):
+    from leka.candidate import load_candidate
+    from leka.evaluator import EvalConfig
+    from leka.runners.rpc_evaluator import RPCEvaluator
+    from leka.tasks import get_task
+
+    server = start_server(tracker, "dying")
+    cand = load_candidate(MATMUL)
+    task = get_task(cand.task)
+    try:
+        with RPCEvaluator("host-cpu", EvalConfig(trials=1), f"127.0.0.1:{tracker}:dying") as ev:
+            def kill_when_timing_starts() -> None:  # candidate and baseline loaded: the timing request is next
+                deadline = time.time() + 120
+                while len(ev.worker.loaded) < 2 and time.time() < deadline:
+                    time.sleep(0.005)
+                time.sleep(0.05)
+                _stop(server)
+            killer = threading.Thread(target=kill_when_timing_starts)
+            killer.start()
+            res = ev.evaluate(task, cand.source)
+            killer.join()
+            assert res.correct is True  # what was measured before the loss stays measured
+            assert res.failure == "crash" and res.stage == "timing" and "remote device" in res.error
+            assert "\n" not in res.error
+            again = ev.evaluate(task, cand.source)  # the next candidate: no server left under the key
+            assert again.failure == "crash" and "no RPC server is registered under key 'dying'" in again.error
+    finally:
+        _stop(server)
+
+
+@pytest.mark.slow
+def test_tune_through_rpc(farm):
+    r = _leka("tune", "ex-matmul-256", "--rpc", farm, "--max-steps", "2", "--trials", "2", "--json", "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    final = json.loads(r.stdout[r.stdout.index("{"):])
+    assert final["correct"] is True and final["candidate_ms"] and final["baseline_ms"]
