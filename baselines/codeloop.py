@@ -110,11 +110,17 @@ class CodeLoopMethod:
         final = ws.final()
         meta = {"stop_reason": why, "tool_calls": ws.calls, "evaluations": len(ws.results),
                 "shape": "flat tool loop with feedback, no layers"}
-        if final is None:  # nothing was ever built: judge the program as it stands (uncharged, like finalize)
-            final = dict(evaluate_fn(ctx, task, self.options)(ws.files[PROGRAM], True), source=ws.files[PROGRAM])
+        # The answer is judged afresh on new and held-back inputs (uncharged, like LEKA's finalize): the loop
+        # saw its own inputs' verdicts and could have fitted them. Nothing built: the program as it stands.
+        judge = evaluate_fn(ctx, task, self.options, holdout=True)
+        source = final["source"] if final is not None else ws.files[PROGRAM]
+        if final is None:
             meta["final_uncharged"] = True
+        else:
+            meta["search_speedup"] = final.get("speedup")
+        final = dict(judge(source, True), source=source)
         inter = [as_sample(r, self.name, proposer_name(client), budget, {"intermediate": True})
-                 for r in ws.results if r is not final]
+                 for r in ws.results]
         return inter + [as_sample(final, self.name, proposer_name(client), budget, meta)]
 
 

@@ -39,11 +39,13 @@ def proposer_name(client: Any) -> str:
     return client.spec if getattr(client, "is_llm", True) else f"{client.spec} (replayed, not an LLM)"
 
 
-def evaluate_fn(ctx: MethodContext, task: Any, options: dict[str, Any]):
+def evaluate_fn(ctx: MethodContext, task: Any, options: dict[str, Any], *, holdout: bool = False):
+    """(source, measure) -> EvalResult JSON. holdout=True for a final answer (judged on the held-back input
+    families as well, as LEKA's finalize is); never for feedback a loop acts on."""
     baseline = options.get("baseline", "tvm-naive")
 
     def evaluate(source: str, measure: bool) -> dict[str, Any]:
-        return ctx.evaluator.evaluate(task, source, baseline=baseline, measure=measure).to_json()
+        return ctx.evaluator.evaluate(task, source, baseline=baseline, measure=measure, holdout=holdout).to_json()
     return evaluate
 
 

@@ -65,7 +65,8 @@ class DirectMethod:
             source, meta = offline_flat_schedule(task, target, ctx.sample_idx)
         else:
             source, meta = model_program(client, task, target, self.options, ctx.sample_idx)
-        ws = Workspace(task, target, evaluate_fn(ctx, task, self.options), budget)
+        # One program, no feedback: its only evaluation is the final answer, judged on held-back inputs too.
+        ws = Workspace(task, target, evaluate_fn(ctx, task, self.options, holdout=True), budget)
         result = ws.evaluate_source(source, measure=bool(ctx.evaluator.config.measure))
         meta["shape"] = "one flat program, no feedback"
         return [as_sample(result, self.name, proposer_name(client), budget, meta)]

@@ -119,7 +119,7 @@ class MetaScheduleMethod:
         source = out.get("script") or naive
         if not out.get("script"):
             meta["schedule"] = "metaschedule found no valid schedule; naive lowering"
-        result = dict(evaluate_fn(ctx, task, self.options)(source, bool(ctx.evaluator.config.measure)), source=source)
+        result = dict(evaluate_fn(ctx, task, self.options, holdout=True)(source, bool(ctx.evaluator.config.measure)), source=source)
         return [as_sample(result, self.name, "tvm-metaschedule", budget, meta)]
 
 
