@@ -81,9 +81,9 @@ def farm(tracker):
         _stop(server)
 
 
-def _leka(*args, timeout=300):
+def _leka(*args, timeout=300, env=None):
     return subprocess.run([sys.executable, "-m", "leka.cli.main", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout)
+                          cwd=ROOT, timeout=timeout, env=env)
 
 
 def _eval(*extra) -> dict:
@@ -123,6 +123,18 @@ def test_bench_run_through_rpc(farm, tmp_path):
     recs = st.samples(run["run_id"])
     assert len(recs) == 2 and all(x["correct"] for x in recs)
     assert st.get_run(run["run_id"])["config"]["rpc"] == farm  # --resume keeps the device
+
+
+def test_farm_config_sends_a_preset_to_its_tracker(farm, tmp_path):
+    cfg = tmp_path / "farm.json"
+    cfg.write_text(json.dumps({"host-cpu": {"rpc": farm}}))
+    r = _leka("eval", MATMUL, "--json", "--trials", "1", "--no-measure", env={**os.environ, "LEKA_FARM": str(cfg)})
+    assert r.returncode == 0, r.stderr[-2000:]
+    res = json.loads(r.stdout[r.stdout.index("{"):])
+    assert res["correct"] is True and f"TVM RPC {farm}" in res["detail"]["sandbox"]
+    cfg.write_text(json.dumps({"host-cpu": "not-a-spec"}))
+    r = _leka("eval", MATMUL, "--no-measure", env={**os.environ, "LEKA_FARM": str(cfg)})
+    assert r.returncode == 2 and "expected TRACKER_HOST:PORT:KEY" in r.stderr and "Traceback" not in r.stderr
 
 
 @pytest.mark.parametrize("spec, says", [("127.0.0.1:9:cpu2", "does not answer"),

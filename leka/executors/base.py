@@ -90,7 +90,7 @@ def run_sample(spec: SampleSpec, evaluator: Any, placed: dict[str, Any]) -> Samp
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
         err = msg if isinstance(e, LekaError) else f"{type(e).__name__}: {msg}"
         rec, inter = failed_record(task, target, spec.method, spec.sample_idx, err[:2000], None), []
-    rec["where"] = placed
+    rec["where"] = {**placed, "device": f"rpc {spec.rpc}"} if spec.rpc else placed
     return SampleOutcome(spec, rec, inter)
 
 
@@ -102,7 +102,12 @@ def make_evaluator(spec: SampleSpec) -> Any:
 
 def evaluator_for(target: Any, config: Any, rpc: str | None) -> Any:
     """The evaluator of a target: this machine's device, or the remote one behind a TVM RPC tracker
-    (rpc = TRACKER_HOST:PORT:KEY)."""
+    (rpc = TRACKER_HOST:PORT:KEY, else the preset's entry in the farm config, leka.runners.rpc.farm_path)."""
+    if not rpc:
+        from leka.runners.rpc import farm_rpc
+        from leka.targets import get_target
+
+        rpc = farm_rpc(get_target(target).name)
     if rpc:
         from leka.runners.rpc_evaluator import RPCEvaluator
 

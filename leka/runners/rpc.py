@@ -176,3 +176,30 @@ class RPCLoaded:
         timer = self.module.time_evaluator(self.entry, self.dev, number=number, repeat=1)
         return float(timer(*self.tensors).mean)
 
+
+
+def farm_path() -> "Path":
+    """The farm config: $LEKA_FARM, else farm.json in the .leka folder (LEKA_HOME overrides it)."""
+    import os
+    from pathlib import Path
+
+    from leka.bench.store import default_store_path
+
+    return Path(os.environ.get("LEKA_FARM") or default_store_path().parent / "farm.json")
+
+
+def farm_rpc(target_name: str) -> str | None:
+    """The tracker spec the farm config gives a preset: {"rpi4": "HOST:PORT:KEY", "jetson-nano": {"rpc": ...}}."""
+    import json
+
+    path = farm_path()
+    if not path.exists():
+        return None
+    try:
+        entry = json.loads(path.read_text()).get(target_name)
+    except (OSError, ValueError, AttributeError) as e:
+        raise RPCError(f"{path}: not a farm config ({e})") from None
+    spec = entry.get("rpc") if isinstance(entry, dict) else entry
+    if spec is not None:
+        RPCSpec.parse(spec)  # a bad entry fails here, naming the spec
+    return spec
