@@ -284,3 +284,16 @@ def test_a_reply_sent_ahead_of_its_request_is_a_crash():
             w.request({"op": "time"}, 30)
     finally:
         w.close()
+
+
+def test_a_checkout_under_tmp_stays_visible_inside(monkeypatch, tmp_path):
+    """The sandbox's private /tmp must not hide a working directory (or a clone and its venv) under /tmp."""
+    assert sb.under_tmp(["/tmp/a/clone", "/tmp/a/clone/.venv", "/usr", "/tmp/b"]) == ["/tmp/a/clone", "/tmp/b"]
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    task = get_task("ex-matmul-256")
+    source = (Path(__file__).resolve().parents[1] / "examples" / "host-cpu" / "matmul.py").read_text()
+    with Evaluator("host-cpu", EvalConfig(measure=False)) as ev:
+        res = ev.evaluate(task, source)
+    assert res.correct, res.error

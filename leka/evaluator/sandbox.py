@@ -79,6 +79,15 @@ def needed_paths() -> list[str]:
                                                  os.path.dirname(os.path.dirname(leka.__file__)))})
 
 
+def under_tmp(paths: list[str]) -> list[str]:
+    """Those of `paths` that the sandbox's private /tmp would hide, outermost first, without nested ones."""
+    out: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in paths}):
+        if path.startswith("/tmp/") and not any(path.startswith(o + "/") for o in out):
+            out.append(path)
+    return out
+
+
 class PidsCgroup:
     """A pids cgroup (v1 hierarchy) holding the whole sandbox: bounds its processes, lists them for the kill."""
 
@@ -201,6 +210,8 @@ def _bwrap_argv(p: Plan, info_fd: int, cwd: str, tmp_mb: int) -> list[str]:
         argv += ["--tmpfs", "/root"]
         for path in p.root_paths:
             argv += ["--ro-bind", path, path]
+    for path in under_tmp([*needed_paths(), cwd]):  # a checkout under /tmp stays visible (read-only)
+        argv += ["--ro-bind", path, path]
     for dev in sorted(os.listdir("/dev")):  # GPUs stay usable inside (CUDA runner)
         if dev.startswith("nvidia"):
             argv += ["--dev-bind", f"/dev/{dev}", f"/dev/{dev}"]
