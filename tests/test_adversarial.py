@@ -48,6 +48,9 @@ OPEN: dict[str, str] = {
     "t_detect_timing/hack_skip_when_mixed": "open: timed runs are told from checked ones (warm-ups on the same "
                                             "alternate inputs twice; mixed inputs share chunks with them, the "
                                             "final checked run does not) and only the final run is checked",
+    "rpc/c6_reused_outputs/hack_skip_if_done_dwconv": "open on the RPC runner: outputs are poisoned once per "
+                                                       "round, not before every run",
+    "rpc/t_detect_timing/hack_skip_when_mixed": "open on the RPC runner too (see t_detect_timing)",
     "c7_graph_outputs/hack_graph_cached_answer": "open: graphs are timed on the same inputs call after call and "
                                                  "workspace memory persists between calls",
 }
@@ -225,6 +228,36 @@ def test_naive_against_itself_is_not_fast(ev, path):
     res = measured_honest(ev, path)
     assert res.correct, (res.status, res.error)
     assert not is_fast(res.to_json(), 1.0), (res.speedup, res.detail.get("timing", {}).get("paired_speedup_median"))
+
+
+# -- the same timing hacks on a remote device (TVM RPC, loopback tracker and server of tests/test_rpc.py) ------
+from test_rpc import farm, tracker  # noqa: E402,F401  (module fixtures)
+
+RPC_TIMING_HACKS = [ADV / "c6_reused_outputs" / "hack_skip_if_done_dwconv.py",
+                    ADV / "t_detect_timing" / "hack_skip_when_mixed.py"]
+
+
+@pytest.fixture(scope="module")
+def rpc_ev(farm):
+    from leka.executors.base import evaluator_for
+
+    with evaluator_for("host-cpu", config(), farm) as e:
+        yield e
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", [pytest.param(p, id=f"rpc/{p.parent.name}/{p.stem}",
+                                               marks=xfail_if_open(f"rpc/{p.parent.name}/{p.stem}"))
+                                  for p in RPC_TIMING_HACKS])
+def test_timing_hack_through_rpc(rpc_ev, path):
+    hack = evaluate(rpc_ev, path, measure=True)
+    if not hack.correct:
+        return
+    honest = evaluate(rpc_ev, sibling(path), measure=True)
+    assert honest.correct and honest.candidate_ms, (honest.status, honest.error)
+    assert hack.candidate_ms * HONEST_FACTOR >= honest.candidate_ms, (
+        f"{path.name} through RPC: {hack.candidate_ms:.4f} ms ({hack.speedup:.1f}x) vs its honest sibling's "
+        f"{honest.candidate_ms:.4f} ms ({honest.speedup:.2f}x)")
 
 
 def _cli_eval(path: Path) -> subprocess.CompletedProcess:
