@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import signal
 import sys
 import time
 from collections import defaultdict
@@ -78,7 +79,16 @@ def _modules(task, preset, k: int) -> tuple[list, list]:
     return mods, failed
 
 
+class _TaskTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _TaskTimeout("making the schedules took longer than --task-timeout")
+
+
 def prepare(args) -> int:
+    signal.signal(signal.SIGALRM, _alarm)
     from leka.compiler import build
     from leka.remote.job import make_multi_job
     from leka.targets import get_target
@@ -87,12 +97,17 @@ def prepare(args) -> int:
     out = Path(args.out)
     log = []
     for task in select_slice():
+        if (out / task.id / "prepare.json").exists():
+            continue  # prepared by an earlier call
         t0 = time.perf_counter()
+        signal.alarm(args.task_timeout)  # a task whose schedules take minutes to build here is left out
         try:
             mods, failed = _modules(task, cuda, args.k)
         except Exception as e:  # noqa: BLE001 - e.g. TVM's naive GPU binding refuses a scan: no baseline
+            signal.alarm(0)
             print(json.dumps({"task": task.id, "skipped": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}))
             continue
+        signal.alarm(0)
         built, scripts = [], {}
         for name, mod, meta in mods:
             try:
@@ -196,6 +211,7 @@ def main() -> int:
     p.add_argument("--trials", type=int, default=2)
     p.add_argument("--number", type=int, default=100)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--task-timeout", type=int, default=60, help="seconds to make a task's schedules, else skipped")
     p.set_defaults(func=prepare)
     j = sub.add_parser("jetson")
     j.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))

@@ -92,11 +92,19 @@ def confirm(ctx: AgentContext, choice: dict[str, Any], prefix: str,
         res = {"compiled": False, "correct": False, "failure": "invalid", "error": one_line(f"{e}")}
         return res, [], f"does not flatten: {res['error']}", ""
     runs = [evaluate(ctx, f"{prefix}eval", source, fn, deadline)]
+    if runs[0].get("failure") == "pending":
+        from leka.remote.pending import raise_if_pending
+
+        raise_if_pending(runs)  # finalize's fresh re-measure is owed by a remote host
     if runs[0].get("correct") and _disagrees(runs[0].get("speedup"), choice["speedup"]):
         # Search and fresh worker disagree (timing noise on a shared machine): measure twice more in
         # fresh workers and report the median run, all three recorded; each must be correct.
         for i in (2, 3):
             runs.append(evaluate(ctx, f"{prefix}eval{i}", source, fn, deadline))
+            if runs[-1].get("failure") == "pending":
+                from leka.remote.pending import raise_if_pending
+
+                raise_if_pending(runs[-1:])
             if not runs[-1].get("correct"):
                 break
     speedups = [r.get("speedup") for r in runs]

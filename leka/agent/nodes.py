@@ -250,6 +250,7 @@ def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord,
     """Evaluate the prepared candidates in order; accept the fastest correct one (or keep an enabling
     rewrite as the base). Returns (stop reason, best, enabling IR)."""
     step_no, enabling, t0 = record["step"], None, time.monotonic()
+    owed: list[dict[str, Any]] = []  # measurements a remote host owes: the step pauses once all are asked
     for i, prop in enumerate(proposals):
         prep = prepared.get(i)
         if prep is None:
@@ -275,6 +276,9 @@ def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord,
         except (_BudgetStop, *ctx.budget_errors) as e:
             cand.update(failure="budget", error=one_line(str(e)))
             return (str(e) if isinstance(e, _BudgetStop) else f"budget: {e}"), best, enabling
+        if res.get("failure") == "pending":
+            owed.append(res)
+            continue
         _fill_from_result(cand, res)
         if res.get("failure") == "cut_off":
             what = f"measurement of candidate {i} ({_rule_of(prop) or 'proposal'})"
@@ -293,6 +297,10 @@ def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord,
             # neutral rewrite on top of it, e.g. fusing the padding into the product, is not a base)
             record["base"] = i
             enabling = prop["ir"]
+    if owed:
+        from leka.remote.pending import raise_if_pending
+
+        raise_if_pending(owed)  # the node does not complete: the run resumes from its last checkpoint
     return None, best, enabling
 
 

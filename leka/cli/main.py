@@ -20,7 +20,7 @@ COMMANDS = [
     "leka.cli.tune_cmd", "leka.cli.trace_cmd",
     "leka.cli.experiment_cmd",
     "leka.cli.optimize_cmd", "leka.cli.run_cmd",
-    "leka.cli.gpu_bundle_cmd",
+    "leka.cli.gpu_bundle_cmd", "leka.cli.remote_cmd",
 ]
 
 

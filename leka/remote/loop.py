@@ -1,0 +1,68 @@
+"""LEKA runs whose measurements come from a remote host: they pause on pending measurements (the graph's
+checkpoint keeps them) and resume after each ingested round. See leka.remote.pending and .rounds.
+
+    runs = start(store, [TuneOptions(task_id=..., target="cuda"), ...])   # every run pauses at its first step
+    rounds.batch(store, "jobs")     ->  remote: python -m leka.remote.multi jobs/round-1/*
+    rounds.ingest(store, "jobs");  resume_all(store)                      # each run goes one step further
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .pending import MeasurementPending, PendingStore, remote_evaluate_fn
+
+
+def _drive(store: PendingStore, run_id: str, opts: Any, *, resume: bool, trace: Any = None,
+           checkpoint: str | Path | None = None) -> dict[str, Any] | None:
+    """Run (or resume) one run until it ends (final record) or pauses on measurements (None)."""
+    from leka.agent.run import drive
+    from leka.agent.session import build_context, make_proposer
+    from leka.agent.trace import TraceStore
+    from leka.budget import Budget
+    from leka.tasks import all_tasks, get_task
+    from leka.targets import get_target
+
+    if opts.tasks_paths:
+        all_tasks(opts.tasks_paths)
+    task, target = get_task(opts.task_id), get_target(opts.target)
+    trace = trace or TraceStore()
+    budget = Budget.parse(opts.budget)
+    proposer = make_proposer(opts.llm, opts.base_url, budget)
+    evaluate = remote_evaluate_fn(store, run_id, task, target.name, opts.baseline)
+    remeasure = remote_evaluate_fn(store, run_id, task, target.name, opts.baseline, salt="final")
+    ctx = build_context(run_id, task, target, proposer, evaluate, remeasure, budget, trace, opts.limits())
+    store.set_run(run_id, {"tune": opts.to_json()}, "running")
+    try:
+        final = drive(ctx, trace, policy=opts.policy, resume=resume, checkpoint=checkpoint,
+                      options={"tune": opts.to_json(), "remote": True})
+    except MeasurementPending:
+        trace.set_status(run_id, "pending")
+        store.set_run(run_id, {"tune": opts.to_json()}, "pending")
+        return None
+    store.set_run(run_id, {"tune": opts.to_json()}, "done")
+    return final
+
+
+def start(store: PendingStore, options: list[Any], **kw: Any) -> list[str]:
+    """Start one run per TuneOptions; each goes until its first pending measurement. Returns run ids."""
+    from leka.agent.run import new_run_id
+
+    ids = []
+    for opts in options:
+        run_id = new_run_id()
+        _drive(store, run_id, opts, resume=False, **kw)
+        ids.append(run_id)
+    return ids
+
+
+def resume_all(store: PendingStore, **kw: Any) -> dict[str, dict[str, Any] | None]:
+    """Resume every paused run from its checkpoint: {run_id: final record, or None if it paused again}."""
+    from leka.agent.session import TuneOptions
+
+    out = {}
+    for r in store.runs():
+        if r["status"] in ("pending", "running"):  # "running": a driver killed mid-step
+            out[r["run_id"]] = _drive(store, r["run_id"], TuneOptions.from_json(r["options"]["tune"]),
+                                      resume=True, **kw)
+    return out
