@@ -144,10 +144,17 @@ def test_bad_tracker_is_one_line(spec, says):
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
 
 
-def test_unregistered_key_is_one_line(tracker):
+def test_unregistered_key_is_one_line(tracker, tmp_path):
     r = _leka("eval", MATMUL, "--rpc", f"127.0.0.1:{tracker}:no-such-board", timeout=60)
     assert r.returncode == 2 and "no RPC server is registered under key 'no-such-board'" in r.stderr
     assert "Traceback" not in r.stderr
+    db = tmp_path / "r.sqlite"
+    r = _leka("bench", "run", "--tasks", TASKS, "--pattern", "benchtest", "--store", str(db), "--rpc",
+              f"127.0.0.1:{tracker}:no-such-board", timeout=60)
+    assert r.returncode == 2 and "no-such-board" in r.stderr and "Traceback" not in r.stderr
+    from leka.bench.store import ResultStore
+
+    assert ResultStore(db).list_runs() == []  # checked before a run is created
 
 
 def test_server_dying_mid_measurement_is_a_recorded_failure(tracker):

@@ -242,6 +242,10 @@ def cmd_run(args) -> int:
     budget = Budget.parse(budget_spec)
     method = get_method(method_name, options)
     target = get_target(target_spec)
+    if rpc:  # before the run exists: an unreachable farm is one line, not a run left "started"
+        from leka.runners.rpc import check_farm
+
+        check_farm(rpc)
     if run_id is None:
         cfg = {"selection": sel.to_json(), "task_ids": [t.id for t in tasks], "task_paths": args.tasks,
                "target_spec": target_spec, "target": target.to_json(), "samples": samples, "options": options,

@@ -2,6 +2,7 @@
 (kept across samples of the same target and evaluation settings)."""
 from __future__ import annotations
 
+import atexit
 from typing import Any, Iterable, Iterator
 
 from .base import SampleOutcome, SampleSpec, make_evaluator, run_sample, where
@@ -13,8 +14,10 @@ class LocalExecutor:
     def __init__(self) -> None:
         self._ev: Any = None
         self._ev_key: tuple | None = None
+        atexit.register(self.close)
 
-    def _evaluator(self, spec: SampleSpec) -> Any:
+    def evaluator(self, spec: SampleSpec) -> Any:
+        """The evaluator for spec's target and settings: kept while they stay the same (closed at exit)."""
         key = (repr(spec.target_spec), spec.trials, spec.measure, spec.rpc)
         if key != self._ev_key:
             self.close()
@@ -25,7 +28,7 @@ class LocalExecutor:
     def run(self, specs: Iterable[SampleSpec]) -> Iterator[SampleOutcome]:
         placed = where(self.name)
         for spec in specs:
-            yield run_sample(spec, self._evaluator(spec), placed)
+            yield run_sample(spec, self.evaluator(spec), placed)
 
     def close(self) -> None:
         if self._ev is not None:

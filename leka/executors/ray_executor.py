@@ -16,6 +16,7 @@ from typing import Any, Iterable, Iterator
 from leka.errors import LekaError
 
 from .base import SampleOutcome, SampleSpec, make_evaluator, run_sample, where
+from .local import LocalExecutor
 
 TIMING_RESOURCE = "leka_timing"
 _REPO = str(Path(__file__).resolve().parents[2])  # so Ray workers of a local instance import this leka
@@ -25,8 +26,12 @@ class RayExecutorError(LekaError):
     pass
 
 
+_EVALUATOR = LocalExecutor()  # per Ray worker process: its evaluator worker is kept across the tasks it runs
+
+
 def _ray_sample(spec_json: dict[str, Any]) -> dict[str, Any]:
-    """Body of one Ray task: the attempt, judged by an evaluator worker of its own on this node."""
+    """Body of one Ray task: the attempt, judged by this Ray worker process's evaluator (started by its first
+    task, as the local executor keeps one: a worker start costs a TVM import)."""
     import ray
 
     spec = SampleSpec(**{**spec_json, "task_paths": tuple(spec_json.get("task_paths") or ())})
@@ -34,8 +39,11 @@ def _ray_sample(spec_json: dict[str, Any]) -> dict[str, Any]:
     if os.getcwd().startswith("/tmp"):
         os.chdir(_REPO if os.path.isdir(_REPO) else "/")
     placed = where("ray", ray.get_runtime_context().get_node_id())
-    with make_evaluator(spec) as ev:
-        out = run_sample(spec, ev, placed)
+    if spec.rpc:  # a board's session is not held between tasks: other workers queue for that board
+        with make_evaluator(spec) as ev:
+            out = run_sample(spec, ev, placed)
+    else:
+        out = run_sample(spec, _EVALUATOR.evaluator(spec), placed)
     return {"record": out.record, "candidates": out.candidates, "not_applicable": out.not_applicable}
 
 

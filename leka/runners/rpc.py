@@ -72,14 +72,21 @@ def tracker_keys(spec: RPCSpec, timeout_s: float = 5.0) -> dict[str, int]:
     return free
 
 
-def connect(spec: RPCSpec, session_timeout_s: float = 0) -> Any:
-    """A session on a server registered under spec.key (the tracker queues us while all are busy)."""
-    from tvm import rpc
-
+def check_farm(spec: RPCSpec | str) -> RPCSpec:
+    """The spec, once the tracker answers and a server is registered under its key; else RPCError."""
+    spec = spec if isinstance(spec, RPCSpec) else RPCSpec.parse(spec)
     keys = tracker_keys(spec)
     if spec.key not in keys:
         raise RPCError(f"no RPC server is registered under key {spec.key!r} at {spec.host}:{spec.port} "
                        f"(keys there: {', '.join(sorted(keys)) or 'none'})")
+    return spec
+
+
+def connect(spec: RPCSpec, session_timeout_s: float = 0) -> Any:
+    """A session on a server registered under spec.key (the tracker queues us while all are busy)."""
+    from tvm import rpc
+
+    check_farm(spec)
     try:
         return rpc.connect_tracker(spec.host, spec.port).request(spec.key, priority=1,
                                                                  session_timeout=session_timeout_s, max_retry=2)
