@@ -77,11 +77,11 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
 
 # A timing request also spends time the reply does not report: the untimed calls (warm-up,
 # calibration, one discarded call per round), the poison refills, uploads, downloads and transfer.
-WALL_FIXED_S = 0.5  # fixed part, generous (a loaded machine, a first call that pays lazy set-up)
-WALL_PER_CALL_S = 20e-6  # per reported run: refill + timer + call overhead, measured ~2 µs on host-cpu
-MIN_ACCOUNTED = 0.1  # reported runs (timed and untimed) must fill at least this share of the rest of the wall time
+WALL_FIXED_S = 1.0  # fixed part, generous (a loaded machine, a first call that pays lazy set-up)
+WALL_PER_CALL_S = 50e-6  # per reported run: refill + timer + call overhead, measured ~2 µs on host-cpu
+MIN_ACCOUNTED = 0.03  # reported runs (timed and untimed): at least this share of the rest of the wall time
 MAX_OVER = 1.05  # and never more than the wall time itself (plus a little clock skew)
-MIN_ROUND_SHARE = 0.02  # a round's reported runs vs min_run_ms of wall that calibration aimed it at
+MIN_ROUND_SHARE = 0.01  # a round's reported runs vs min_run_ms of wall that calibration aimed it at
 # ... checked only for rounds of few runs, where the kernel and not the untimed preproc fills the wall time
 # (for a 20 ns kernel the preproc takes ~99 % of a round)
 SHORT_ROUND_MAX_RUNS = 64
