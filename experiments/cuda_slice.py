@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import signal
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -79,49 +79,51 @@ def _modules(task, preset, k: int) -> tuple[list, list]:
     return mods, failed
 
 
-class _TaskTimeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _TaskTimeout("making the schedules took longer than --task-timeout")
-
-
 def prepare(args) -> int:
-    signal.signal(signal.SIGALRM, _alarm)
-    from leka.compiler import build
-    from leka.remote.job import make_multi_job
-    from leka.targets import get_target
-
-    cuda = get_target({**get_target("cuda").target, "arch": args.arch})
+    """Each task in its own process, killed after --task-timeout (dlight alone takes minutes on some image
+    pipelines here): such a task is left out of the slice, and says so."""
     out = Path(args.out)
-    log = []
     for task in select_slice():
         if (out / task.id / "prepare.json").exists():
             continue  # prepared by an earlier call
-        t0 = time.perf_counter()
-        signal.alarm(args.task_timeout)  # a task whose schedules take minutes to build here is left out
+        cmd = [sys.executable, __file__, "prepare-one", task.id, "--out", args.out, "--arch", args.arch,
+               "--k", str(args.k), "--trials", str(args.trials), "--number", str(args.number),
+               "--rounds", str(args.rounds)]
         try:
-            mods, failed = _modules(task, cuda, args.k)
-        except Exception as e:  # noqa: BLE001 - e.g. TVM's naive GPU binding refuses a scan: no baseline
-            signal.alarm(0)
-            print(json.dumps({"task": task.id, "skipped": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}))
-            continue
-        signal.alarm(0)
-        built, scripts = [], {}
-        for name, mod, meta in mods:
-            try:
-                built.append((name, build(mod, cuda), meta))
-                scripts[name] = mod.script()
-            except Exception as e:  # noqa: BLE001
-                failed.append(dict(meta, name=name, error=f"sm_90 build: {str(e)[:200]}"))
-        make_multi_job(task, built, cuda, out / task.id, trials=args.trials, number=args.number, rounds=args.rounds)
-        for name, text in scripts.items():  # the TVMScript of every module, for the record and the Jetson build
-            (out / task.id / f"{name}.tvmscript").write_text(text)
-        row = {"task": task.id, "domain": task.domain, "level": task.level, "dtype": task.dtype,
-               "modules": [n for n, _, _ in built], "failed": failed, "prepare_s": round(time.perf_counter() - t0, 2)}
-        (out / task.id / "prepare.json").write_text(json.dumps(row, indent=1))
-        print(json.dumps({k: row[k] for k in ("task", "modules", "prepare_s")}), flush=True)
+            subprocess.run(cmd, timeout=args.task_timeout, check=False)
+        except subprocess.TimeoutExpired:
+            print(json.dumps({"task": task.id, "skipped": f"schedules not made in {args.task_timeout} s"}), flush=True)
+    return 0
+
+
+def prepare_one(args) -> int:
+    from leka.compiler import build
+    from leka.remote.job import make_multi_job
+    from leka.targets import get_target
+    from leka.tasks import get_task
+
+    cuda = get_target({**get_target("cuda").target, "arch": args.arch})
+    out, task = Path(args.out), get_task(args.task)
+    t0 = time.perf_counter()
+    try:
+        mods, failed = _modules(task, cuda, args.k)
+    except Exception as e:  # noqa: BLE001 - e.g. TVM's naive GPU binding refuses a scan: no baseline
+        print(json.dumps({"task": task.id, "skipped": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}))
+        return 0
+    built, scripts = [], {}
+    for name, mod, meta in mods:
+        try:
+            built.append((name, build(mod, cuda), meta))
+            scripts[name] = mod.script()
+        except Exception as e:  # noqa: BLE001
+            failed.append(dict(meta, name=name, error=f"sm_90 build: {str(e)[:200]}"))
+    make_multi_job(task, built, cuda, out / task.id, trials=args.trials, number=args.number, rounds=args.rounds)
+    for name, text in scripts.items():  # the TVMScript of every module, for the record and the Jetson build
+        (out / task.id / f"{name}.tvmscript").write_text(text)
+    row = {"task": task.id, "domain": task.domain, "level": task.level, "dtype": task.dtype,
+           "modules": [n for n, _, _ in built], "failed": failed, "prepare_s": round(time.perf_counter() - t0, 2)}
+    (out / task.id / "prepare.json").write_text(json.dumps(row, indent=1))
+    print(json.dumps({k: row[k] for k in ("task", "modules", "prepare_s")}), flush=True)
     return 0
 
 
@@ -205,14 +207,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare")
-    p.add_argument("--out", default=str(ROOT / ".leka" / "cuda-slice"))
-    p.add_argument("--arch", default="sm_90")
-    p.add_argument("--k", type=int, default=4)
-    p.add_argument("--trials", type=int, default=2)
-    p.add_argument("--number", type=int, default=100)
-    p.add_argument("--rounds", type=int, default=7)
-    p.add_argument("--task-timeout", type=int, default=60, help="seconds to make a task's schedules, else skipped")
+    p.add_argument("--task-timeout", type=int, default=90, help="seconds per task here, else it is left out")
     p.set_defaults(func=prepare)
+    one = sub.add_parser("prepare-one")
+    one.add_argument("task")
+    one.set_defaults(func=prepare_one)
+    for q in (p, one):
+        q.add_argument("--out", default=str(ROOT / ".leka" / "cuda-slice"))
+        q.add_argument("--arch", default="sm_90")
+        q.add_argument("--k", type=int, default=4)
+        q.add_argument("--trials", type=int, default=2)
+        q.add_argument("--number", type=int, default=100)
+        q.add_argument("--rounds", type=int, default=7)
     j = sub.add_parser("jetson")
     j.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
     j.add_argument("--jetson", default="jetson-orin-nano")

@@ -28,6 +28,8 @@ ARCHES = ("x86_64", "aarch64")
 # manylinux tags pip may pick for the remote platform, newest first (the ffi wheel is cp-specific)
 _MANYLINUX = ("manylinux_2_28", "manylinux_2_27", "manylinux_2_24", "manylinux_2_17", "manylinux2014")
 _EXCLUDED = ("libtvm_compiler.so", "__pycache__")
+# C++ headers and sources at the package's top level (CUTLASS alone is 26 MB): nothing loads them at run time
+_TOP_EXCLUDED = ("3rdparty", "src", "include")
 
 GPU_RUNTIME = '''"""Runtime-only TVM on the GPU host: load the CUDA runtime and compile CUDA source with local nvcc.
 Written by `leka gpu-bundle` (leka/remote/bundle.py)."""
@@ -80,13 +82,18 @@ def _pip_download(requirement: str, python: str, arch: str, dest: Path, *, imple
 
 
 def _copy_tvm(src_pkg: Path, out: Path) -> None:
-    shutil.copytree(src_pkg, out / "tvm", ignore=shutil.ignore_patterns(*_EXCLUDED))
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        top = Path(folder) == src_pkg
+        return [n for n in names if n in _EXCLUDED or (top and n in _TOP_EXCLUDED)]
+    shutil.copytree(src_pkg, out / "tvm", ignore=ignore)
 
 
 def _extract_tvm(wheel: Path, out: Path) -> None:
     with zipfile.ZipFile(wheel) as zf:
         for name in zf.namelist():
-            if name.startswith("tvm/") and not any(x in name for x in _EXCLUDED):
+            parts = name.split("/")
+            if parts[0] == "tvm" and not any(x in parts for x in _EXCLUDED) \
+                    and not (len(parts) > 2 and parts[1] in _TOP_EXCLUDED):
                 zf.extract(name, out)
 
 

@@ -7,7 +7,8 @@ outputs, compared with the NumPy reference computed on the build host; the outpu
 (`DIR/out_<module>_<trial>.npz`) for checking there. A kernel that faults (illegal address: the CUDA
 context is lost) is recorded as `crash` and a fresh process goes on with the next module.
 Phase 2 (timing, one job at a time): the correct modules are timed alternately, `rounds` x
-`time_evaluator(number)`, so drift hits all alike. Writes DIR/check.json and DIR/result.json.
+`time_evaluator(number)` (fewer runs for a slow
+kernel: about ROUND_S per round), so drift hits all alike. Writes DIR/check.json and DIR/result.json.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from .run_job import _setup_cuda, compare
 
+ROUND_S = 0.005  # each timing round of a module lasts about this long (µs kernels: up to `number` runs)
 _FATAL = ("illegal", "CUDA_ERROR", "cudaError", "unspecified launch failure", "misaligned")
 
 
@@ -98,17 +100,21 @@ def time_one(job_dir: Path) -> int:
             if verdicts.get(m["name"], {}).get("verdict") == "correct"}
     args = {name: _out_args(tvm, dev, job, inputs) for name in mods}
     samples: dict[str, list[float]] = {name: [] for name in mods}
-    number, rounds = job["timing"]["number"], job["timing"]["rounds"]
+    rounds, numbers = job["timing"]["rounds"], {}
+    for name, mod in mods.items():  # runs per round: enough for ROUND_S, at most the job's number
+        one = float(mod.time_evaluator(job["entry"], dev, number=1, repeat=2)(*args[name]).results[-1])
+        numbers[name] = max(1, min(int(job["timing"]["number"]), int(ROUND_S / max(one, 1e-7))))
     for _ in range(rounds):
         for name, mod in mods.items():
-            timer = mod.time_evaluator(job["entry"], dev, number=number, repeat=1)
+            timer = mod.time_evaluator(job["entry"], dev, number=numbers[name], repeat=1)
             samples[name].append(float(timer(*args[name]).mean))
     res = {"task": job["task"], "target": job["target"], "device_name": str(getattr(dev, "device_name", "")),
            "modules": {}}
     for m in job["modules"]:
         entry = dict(m, **verdicts.get(m["name"], {"verdict": "unchecked"}))
         if m["name"] in samples:
-            entry.update(rounds_s=samples[m["name"]], median_ms=statistics.median(samples[m["name"]]) * 1e3)
+            entry.update(rounds_s=samples[m["name"]], median_ms=statistics.median(samples[m["name"]]) * 1e3,
+                         number=numbers[m["name"]])
         res["modules"][m["name"]] = entry
     (job_dir / "result.json").write_text(json.dumps(res, indent=1))
     return 0
