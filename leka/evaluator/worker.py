@@ -11,7 +11,6 @@ stdout and stderr (compiler chatter) go to the parent's log file.
 from __future__ import annotations
 
 import os
-import re
 import resource
 import sys
 import time
@@ -20,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-_IMPORT_RE = re.compile(r"^(from tvm(\.script)? import .*|import tvm.*)$", re.M)
 
 
 def one_line(e: BaseException) -> str:
