@@ -198,9 +198,38 @@ def report(args) -> int:
                "geomean_vs_baseline": geo, "n_ratios": len(ratios),
                "wrong_or_crash": sum(v not in ("correct",) for r in rows for v in r["verdicts"].values())}
     print(json.dumps(summary))
+    if args.store:
+        _store(args.store, args.jobs, rows)
     if args.out:
         Path(args.out).write_text("\n".join(json.dumps(r) for r in rows + [{"summary": summary}]) + "\n")
     return 0
+
+
+def _store(path: str, jobs: str, rows: list[dict]) -> None:
+    """One store run per method (tvm-naive, tvm-dlight, leka-offline = the GPU-picked best of k), one sample
+    per task, speedup against dlight (naive where dlight does not apply)."""
+    import hashlib
+
+    from leka.bench.store import ResultStore
+
+    with ResultStore(path) as store:
+        for method in ("tvm-naive", "tvm-dlight", "leka-offline"):
+            rid = store.create_run(f"{method}-cuda-slice", "cuda-h200", {"experiment": "cuda_slice", "jobs": jobs})
+            for r in rows:
+                res = json.loads((Path(jobs) / r["task"] / "result.json").read_text())
+                name = r["best"] if method == "leka-offline" else method
+                if name not in res["modules"]:
+                    continue
+                rec = _record(r, res, name, r["baseline"])
+                src = Path(jobs) / r["task"] / f"{name}.tvmscript"
+                rec.update(pattern=None, level=r["level"], domain=r["domain"], method=method, sample_idx=0,
+                           proposer="leka-offline-rules" if method == "leka-offline" else None,
+                           candidate_hash=hashlib.sha256(src.read_bytes()).hexdigest()[:16] if src.exists() else None,
+                           roofline_fraction=r["roofline"] if method == "leka-offline" else None,
+                           baseline_spread=None, error=res["modules"][name].get("error"))
+                store.add_sample(rid, rec)
+            store.add_event(rid, "done")
+            print(f"store: {rid}")
 
 
 def main() -> int:
@@ -226,6 +255,7 @@ def main() -> int:
     r = sub.add_parser("report")
     r.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
     r.add_argument("--out", help="write per-task rows + summary as JSONL")
+    r.add_argument("--store", help="also write the records into this results store (SQLite)")
     r.set_defaults(func=report)
     a = ap.parse_args()
     return a.func(a)
