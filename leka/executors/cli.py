@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any, Sequence
 
 from .base import EXECUTORS, get_executor
@@ -37,7 +38,8 @@ def run_on_executor(args: Any, store: Any, run_id: str, tasks: Sequence[Any], me
         with FanoutProgress(total, len(store.finished_keys(run_id)), quiet=args.quiet) as prog:
             return run_fanout(store, run_id, tasks, method, samples, ex, options, on_outcome=prog.update,
                               target_spec=cfg["target_spec"], trials=cfg["trials"], measure=cfg["measure"],
-                              task_paths=tuple(cfg.get("task_paths") or ()), rpc=cfg.get("rpc"))
+                              task_paths=tuple(str(Path(p).resolve()) for p in cfg.get("task_paths") or ()),
+                              rpc=cfg.get("rpc"))
     finally:
         ex.close()
 
