@@ -166,6 +166,12 @@ def test_plausibility_of_timing_replies():
     assert "no runs" in plausible({"candidate_s": [], "baseline_s": []}, 0.3)
     assert "inconsistent" in plausible({**honest, "candidate_s": [-1e-3] * 10}, 0.3, 2.0)
     assert "malformed" in plausible({**honest, "candidate_s": ["1e-3"] * 10, "candidate_n": "x"}, 0.3, 2.0)
+    # 1000x more, 1000x shorter runs (the same total work): beyond calibration's cap, or more runs than the
+    # wall time has room for at the per-call floor
+    assert "at most" in plausible({**honest, "candidate_s": [1e-6] * 10, "candidate_n": 20_000}, 0.3, 2.0)
+    many = {"candidate_s": [4e-9] * 40, "baseline_s": [2.6e-6] * 40, "candidate_n": 9_000, "baseline_n": 200}
+    assert "at least" in plausible(many, 0.25, 2.0)
+    assert plausible({**many, "candidate_s": [4e-6] * 40, "candidate_n": 140}, 0.25, 2.0) is None  # honest
 
 
 class FakingWorker(Worker):

@@ -85,6 +85,10 @@ MIN_ROUND_SHARE = 0.01  # a round's reported runs vs min_run_ms of wall that cal
 # ... checked only for rounds of few runs, where the kernel and not the untimed preproc fills the wall time
 # (for a 20 ns kernel the preproc takes ~99 % of a round)
 SHORT_ROUND_MAX_RUNS = 64
+# Every timed run costs at least a time_evaluator iteration and the preproc call before it: measured ~7-10 µs
+# per run on host-cpu (dwconv3x3: 143-201 runs fill a 2 ms round next to a 2.6-4.1 µs kernel); the floor is
+# well below that, so no honest reply reaches it, while a reply claiming 1000x more, shorter runs does.
+PER_CALL_FLOOR_S = 1e-6
 
 
 def reported_work(reply: dict[str, Any], warmup: int = 2) -> tuple[float, float, int]:
@@ -121,6 +125,9 @@ def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | N
 def _implausible(reply: dict[str, Any], wall_s: float, min_run_ms: float | None) -> str | None:
     for side in ("candidate", "baseline"):
         n, times = int(reply.get(f"{side}_n") or 0), reply.get(f"{side}_s") or []
+        if n > MAX_RUNS:
+            return (f"timing reply inconsistent with the protocol: {side} rounds of {n} runs, "
+                    f"calibration makes at most {MAX_RUNS}")
         short = float(np.median(times)) * n < MIN_ROUND_SHARE * min_run_ms / 1e3 if times else False
         if min_run_ms and n <= SHORT_ROUND_MAX_RUNS and short:
             return (f"timing reply inconsistent with wall clock: {side} rounds of {n} runs reported "
@@ -131,6 +138,9 @@ def _implausible(reply: dict[str, Any], wall_s: float, min_run_ms: float | None)
     if work > wall_s * MAX_OVER + 1e-3:
         return (f"timing reply inconsistent with wall clock: {work:.3f} s of runs reported in "
                 f"{wall_s:.3f} s")
+    if work + calls * PER_CALL_FLOOR_S > wall_s * MAX_OVER + 1e-3:
+        return (f"timing reply inconsistent with wall clock: {calls} runs reported in {wall_s:.3f} s, "
+                f"each costs at least {PER_CALL_FLOOR_S * 1e6:g} µs besides the kernel")
     unexplained = wall_s - WALL_FIXED_S - calls * WALL_PER_CALL_S
     if unexplained > 0 and busy < MIN_ACCOUNTED * unexplained:
         return (f"timing reply inconsistent with wall clock: {busy:.3f} s of runs reported, "
