@@ -1,0 +1,117 @@
+"""CPU convolution rules of the offline proposer: which blocks they claim, and that their candidates are
+judged correct by the evaluator (NCHW and NHWC, stride 2, padding, 1x1, fused conv+bias+relu)."""
+from __future__ import annotations
+
+import pytest
+
+from leka.ir import CandidateIR
+from leka.proposers.offline.context import RuleContext
+from leka.proposers.offline.rules import CPU_RULES, cpu_conv_register_tile
+from leka.targets import get_target
+from leka.tasks import get_task
+
+CONV_TASKS = ["l1-conv2d_3x3_s1_nchw-32x32x16x16", "l1-conv2d_3x3_s1_nhwc-32x32x16x16",
+              "l1-conv2d_3x3_s2_nchw-16x16x32x64", "l1-conv2d_3x3_s2_nhwc-32x32x16x32",
+              "l1-conv2d_1x1_s1_nchw-6x6x128x128"]
+
+
+def _context(task, target: str = "host-cpu") -> RuleContext:
+    return RuleContext.build(task, CandidateIR.initial(task), get_target(target), [])
+
+
+def _variants(task_id: str, target: str = "host-cpu"):
+    return cpu_conv_register_tile.apply(_context(get_task(task_id), target))
+
+
+def test_registered_before_the_generic_tiling():
+    assert CPU_RULES.index(cpu_conv_register_tile) < [r.NAME for r in CPU_RULES].index("cpu.tile_reduction")
+
+
+@pytest.mark.parametrize("task_id,vec,reg", [
+    ("l1-conv2d_3x3_s1_nchw-32x32x16x16", "x", "o"),  # NCHW: width vectorised, output channels in the tile
+    ("l1-conv2d_3x3_s1_nhwc-32x32x16x16", "o", "x"),  # NHWC: output channels vectorised, width in the tile
+])
+def test_axes_follow_the_layout(task_id, vec, reg):
+    ctx = _context(get_task(task_id))
+    main = next(b for b in ctx.infos if b.is_reduction)
+    axes = cpu_conv_register_tile.conv_axes(ctx, main)
+    assert axes is not None
+    assert main.loops[axes.vec].endswith("." + vec) and main.loops[axes.reg].endswith("." + reg)
+
+
+@pytest.mark.parametrize("task_id", CONV_TASKS)
+def test_applies_to_conv_tasks(task_id):
+    irs = _variants(task_id)
+    assert irs and all(ir.notes["rule"] == "cpu.conv_register_tile" for ir in irs)
+    ops = {s.op for s in irs[0].schedule.steps}
+    assert {"split", "reorder", "vectorize", "unroll", "parallel", "decompose_reduction"} <= ops
+    assert [s.op for s in irs[0].memory.steps] == ["cache_write"]
+
+
+@pytest.mark.parametrize("task_id", ["ex-matmul-256", "ex-softmax-512x384", "l1-relu-32x32x16",
+                                     "l1-dwconv2d_3x3_s1_nhwc-48x48x8x8", "l1-dwconv2d_3x3_s1_nchw-14x14x384x384"])
+def test_declines_non_conv_and_depthwise(task_id):
+    assert _variants(task_id) is None
+
+
+def test_declines_gpu_targets():
+    assert _variants(CONV_TASKS[0], target="cuda") is None
+
+
+def _fused_conv_bias_relu():
+    """A conv + bias + relu PrimFunc shaped like the kernels `leka optimize` extracts (NCHW, three blocks)."""
+    from tvm import te, topi
+
+    from leka.tasks import ArgSpec, Task
+
+    x = te.placeholder((1, 8, 12, 12), "float32", name="X")
+    w = te.placeholder((16, 8, 3, 3), "float32", name="W")
+    bias = te.placeholder((1, 16, 1, 1), "float32", name="B")
+    conv = topi.nn.conv2d_nchw(x, w, stride=1, padding=1, dilation=1)
+    out = topi.nn.relu(topi.add(conv, bias))
+    func = te.create_prim_func([x, w, bias, out])
+
+    def reference(xs, ws, bs):
+        import numpy as np
+
+        xp = np.pad(xs, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # n c y x ky kx
+        return np.maximum(np.einsum("ncyxij,ocij->noyx", win, ws) + bs, 0).astype("float32")
+
+    return Task(id="t-conv-bias-relu", pattern="conv_bias_relu", level=1, domain="vision",
+                args=(ArgSpec("X", (1, 8, 12, 12), "float32", "input"), ArgSpec("W", (16, 8, 3, 3), "float32", "input"),
+                      ArgSpec("B", (1, 16, 1, 1), "float32", "input"),
+                      ArgSpec("out", (1, 16, 12, 12), "float32", "output")),
+                build=lambda: func, reference=reference, flops=2 * 16 * 8 * 9 * 144, bytes=0, dtype="float32")
+
+
+def test_fused_epilogue_goes_into_the_tile_write_back():
+    task = _fused_conv_bias_relu()
+    irs = cpu_conv_register_tile.apply(_context(task))
+    assert irs
+    src = irs[0].to_tvmscript("host-cpu")
+    # bias + relu are computed in the tile's write-back from the accumulator, not as a separate pass
+    assert "T.max(conv2d_nchw_global[" in src and 'T.sblock("T_add")' not in src
+
+
+@pytest.fixture(scope="module")
+def evaluator():
+    from leka.evaluator import EvalConfig, Evaluator
+
+    with Evaluator("host-cpu", EvalConfig(compile_timeout_s=120.0, run_timeout_s=60.0, measure=False)) as ev:
+        yield ev
+
+
+@pytest.mark.parametrize("task_id", CONV_TASKS[:4])
+def test_candidates_are_correct_through_the_evaluator(evaluator, task_id):
+    task = get_task(task_id)
+    for ir in _variants(task_id)[:2]:
+        res = evaluator.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
+        assert res.compiled and res.correct, (ir.notes["knobs"], res.failure, res.error)
+
+
+def test_fused_conv_candidate_is_correct_through_the_evaluator(evaluator):
+    task = _fused_conv_bias_relu()
+    ir = cpu_conv_register_tile.apply(_context(task))[0]
+    res = evaluator.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
+    assert res.compiled and res.correct, (res.failure, res.error)
