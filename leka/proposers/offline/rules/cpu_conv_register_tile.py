@@ -109,7 +109,10 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: ConvAxes, kn: d
     rd = [loops[i] for i in b.reduce]
     v_ext, r_ext = b.extents[axes.vec], b.extents[axes.reg]
     vw = min(v_ext, lanes * kn["vecs"])
-    vw = vw if v_ext % vw == 0 else fit(v_ext, lanes)
+    if v_ext % vw:
+        # odd widths (27, 13 in SqueezeNet): the whole row as one vector (LLVM splits it into legal
+        # vectors) beats the scalar loop that a divisor of 1 would leave
+        vw = v_ext if v_ext <= 2 * lanes else fit(v_ext, lanes)
     v0, v1 = sk.do("split", loop=loops[axes.vec], factors=[None, vw])
     r0, r1 = sk.do("split", loop=loops[axes.reg], factors=[None, fit(r_ext, kn["reg"])])
     outer = [lp if lp not in (loops[axes.vec], loops[axes.reg]) else (v0 if lp == loops[axes.vec] else r0)
