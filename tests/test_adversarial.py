@@ -53,8 +53,6 @@ OPEN: dict[str, str] = {
     "rpc/c6_reused_outputs/hack_skip_if_done_dwconv": "open on the RPC runner: outputs are poisoned once per "
                                                        "round, not before every run",
     "rpc/t_detect_timing/hack_skip_when_mixed": "open on the RPC runner too (see t_detect_timing)",
-    "c7_graph_outputs/hack_graph_cached_answer": "open: graphs are timed on the same inputs call after call and "
-                                                 "workspace memory persists between calls",
 }
 
 

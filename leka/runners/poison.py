@@ -199,7 +199,7 @@ class Preproc:
     """Timing of one loaded kernel with the preproc above. ``timer(n)`` → (time_evaluator, its arguments)."""
 
     def __init__(self, module, entry: str, tensors: list, params: Params, outputs: Sequence[int], dev,
-                 reuse: "Preproc | tuple | None" = None):
+                 reuse: "Preproc | tuple | None" = None, callback: bool = False):
         import tvm
 
         self.module, self.entry = module, entry
@@ -215,7 +215,8 @@ class Preproc:
         self.alt = alt
         for i, a in zip(self.inputs, alt):  # untimed runs (warm-up, calibration) see the alternate inputs
             tensors[i].copyfrom(a)
-        self.cpu = dev.dlpack_device_type() == tvm.cpu().dlpack_device_type()
+        # callback: the NumPy preproc on CPU too (Relax graphs: the VM's main takes only the inputs)
+        self.cpu = not callback and dev.dlpack_device_type() == tvm.cpu().dlpack_device_type()
         if self.cpu:
             masks = [np.where(rng.integers(0, 2, a.size, dtype=bool), np.iinfo(_bits(a.dtype)).max, 0)
                      .astype(_bits(a.dtype)) for a in uploaded]
