@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from . import (cpu_conv_register_tile, cpu_multi_gemm, cpu_pack_transposed, cpu_parallel_vectorize,
-               cpu_partition_borders, cpu_rfactor_dot, cpu_row_fusion, cpu_scan_unroll, cpu_short_reduction, cpu_tile_reduction,
+               cpu_partition_borders, cpu_rfactor_dot, cpu_row_fusion, cpu_scan_unroll, cpu_short_reduction,
+               cpu_tile_reduction,
                gpu_bind_spatial, gpu_cross_thread_reduction, gpu_shared_matmul, gpu_vector_elementwise)
 
 CPU_RULES = [cpu_multi_gemm, cpu_conv_register_tile, cpu_tile_reduction, cpu_pack_transposed, cpu_partition_borders,

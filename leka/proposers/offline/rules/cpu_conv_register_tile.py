@@ -159,8 +159,8 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
             done = set(inline_intermediates(sk, [x for x in ctx.infos if x.name not in keep]))
             done |= build_tile(sk, ctx, main, axes, kn)
             alive = set(sk.live.block_names())
-            schedule_rest(sk, ctx.infos, done | {main.name} | (keep - alive), lambda x: lanes_for(ctx.facts, x.dtype_bits),
-                          ctx.cores, rfactor=False)
+            schedule_rest(sk, ctx.infos, done | {main.name} | (keep - alive),
+                          lambda x: lanes_for(ctx.facts, x.dtype_bits), ctx.cores, rfactor=False)
         ir = ctx.attempt(NAME, dict(kn), build)
         if ir is not None:
             out.append(ir)
