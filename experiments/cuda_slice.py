@@ -8,6 +8,10 @@ them beyond that pick).
     # on the GPU host (runtime-only TVM, docs/cuda.md):
     python3 -m leka.remote.multi --jobs 8 .leka/cuda-slice/*/
     .venv/bin/python experiments/cuda_slice.py report --jobs .leka/cuda-slice [--store PATH]  # here
+    # round 2, with the GPU's round-1 times as the proposer's history (tasks not yet Fast@1.0 only):
+    .venv/bin/python experiments/cuda_slice.py prepare --out .leka/cuda-slice-r2 --feedback .leka/cuda-slice
+    (GPU host: the same multi command on .leka/cuda-slice-r2/*/)
+    .venv/bin/python experiments/cuda_slice.py report --jobs .leka/cuda-slice --round2 .leka/cuda-slice-r2
 
 `jetson --jobs DIR` builds every prepared module (its TVMScript is kept in the job folder) for the Jetson
 preset (jetson-orin-nano, sm_87). report prints per-task times, LEKA vs dlight (Fast@1.0 by leka.bench.metrics.is_fast, geomean) and
@@ -57,8 +61,28 @@ def select_slice() -> list:
     return out
 
 
-def _modules(task, preset, k: int) -> tuple[list, list]:
-    """(name, module, meta) of naive, dlight and the first k offline proposals; and the failures."""
+def _feedback(prev: str, task_id: str) -> tuple[list[dict], int]:
+    """The GPU's round-1 measurements as the offline proposer's history (origin line, speedup vs naive as
+    the evaluator reports it), and the next free candidate index."""
+    res = json.loads((Path(prev) / task_id / "result.json").read_text())
+    mods = res["modules"]
+    naive = mods.get("tvm-naive", {}).get("median_ms")
+    hist = []
+    for name, m in mods.items():
+        if not name.startswith("leka-"):
+            continue
+        ok = m["verdict"] == "correct"
+        hist.append({"layer": "schedule", "name": name, "rule": m.get("rule"), "knobs": m.get("knobs", {}),
+                     "summary": f"origin: {m.get('rule')} knobs={json.dumps(m.get('knobs', {}), sort_keys=True)}",
+                     "compiled": m["verdict"] != "load_error", "correct": ok, "failure": None if ok else m["verdict"],
+                     "candidate_ms": m.get("median_ms"),
+                     "speedup": naive / m["median_ms"] if ok and naive and m.get("median_ms") else None})
+    return hist, 1 + max((int(n.split("-")[1]) for n in mods if n.startswith("leka-")), default=-1)
+
+
+def _modules(task, preset, k: int, feedback: str | None = None) -> tuple[list, list]:
+    """(name, module, meta) of naive, dlight and k offline proposals (with the GPU's round-1 measurements
+    as feedback when `feedback` names the round-1 jobs); and the failures."""
     from leka.compiler import default_schedule
     from leka.ir import CandidateIR
     from leka.proposers.base import ProposalRequest
@@ -70,13 +94,32 @@ def _modules(task, preset, k: int) -> tuple[list, list]:
     if dl is not None:
         mods.append(("tvm-dlight", dl, {"method": "tvm-dlight"}))
     ir = CandidateIR.initial(task)
-    for n, p in enumerate(OfflineProposer().propose(ProposalRequest("schedule", ir, task, preset, [], k=k))):
-        meta = {"method": "leka-offline", "rule": p.meta["rule"], "knobs": p.meta["knobs"], "hash": p.ir.hash()}
+    history, first = _feedback(feedback, task.id) if feedback else ([], 0)
+    if feedback and history:  # round 2: the round-1 best is timed again beside the new proposals
+        best = min((h for h in history if h.get("candidate_ms")), key=lambda h: h["candidate_ms"])
+        mods.append((best["name"], parse_candidate((Path(feedback) / task.id / f"{best['name']}.tvmscript").read_text()),
+                     {"method": "leka-offline", "rule": best["rule"], "knobs": best["knobs"], "round": 1}))
+    req = ProposalRequest("schedule", ir, task, preset, history, k=k)
+    for n, p in enumerate(OfflineProposer().propose(req), start=first):
+        meta = {"method": "leka-offline", "rule": p.meta["rule"], "knobs": p.meta["knobs"], "hash": p.ir.hash(),
+                "round": 2 if feedback else 1}
         try:
             mods.append((f"leka-{n}", parse_candidate(p.ir.to_tvmscript(preset)), meta))
         except Exception as e:  # noqa: BLE001 - a rule's output that does not flatten is a recorded failure
             failed.append(dict(meta, name=f"leka-{n}", error=str(e)[:200]))
     return mods, failed
+
+
+def _needs_round2(job: Path) -> bool:
+    """A task whose round-1 best was not Fast@1.0 over dlight gets a second round."""
+    from leka.bench.metrics import is_fast
+
+    if not (job / "result.json").exists():
+        return False
+    res = json.loads((job / "result.json").read_text())
+    base = "tvm-dlight" if "tvm-dlight" in res["modules"] else "tvm-naive"
+    timed = [n for n, m in res["modules"].items() if n.startswith("leka-") and m.get("median_ms")]
+    return not any(is_fast(_record({"task": res["task"]}, res, n, base), 1.0) for n in timed)
 
 
 def prepare(args) -> int:
@@ -86,9 +129,11 @@ def prepare(args) -> int:
     for task in select_slice():
         if (out / task.id / "prepare.json").exists():
             continue  # prepared by an earlier call
+        if args.feedback and not _needs_round2(Path(args.feedback) / task.id):
+            continue
         cmd = [sys.executable, __file__, "prepare-one", task.id, "--out", args.out, "--arch", args.arch,
                "--k", str(args.k), "--trials", str(args.trials), "--number", str(args.number),
-               "--rounds", str(args.rounds)]
+               "--rounds", str(args.rounds)] + (["--feedback", args.feedback] if args.feedback else [])
         try:
             subprocess.run(cmd, timeout=args.task_timeout, check=False)
         except subprocess.TimeoutExpired:
@@ -106,7 +151,7 @@ def prepare_one(args) -> int:
     out, task = Path(args.out), get_task(args.task)
     t0 = time.perf_counter()
     try:
-        mods, failed = _modules(task, cuda, args.k)
+        mods, failed = _modules(task, cuda, args.k, args.feedback)
     except Exception as e:  # noqa: BLE001 - e.g. TVM's naive GPU binding refuses a scan: no baseline
         print(json.dumps({"task": task.id, "skipped": f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"}))
         return 0
@@ -168,6 +213,8 @@ def report(args) -> int:
 
     rows, fast, ratios, gpu_names = [], 0, [], set()
     for d in sorted(p for p in Path(args.jobs).iterdir() if (p / "result.json").exists()):
+        if args.round2 and (Path(args.round2) / d.name / "result.json").exists():
+            d = Path(args.round2) / d.name  # round 2 re-timed the round-1 best beside the new proposals
         res, job = json.loads((d / "result.json").read_text()), json.loads((d / "job.json").read_text())
         prep = json.loads((d / "prepare.json").read_text())
         gpu_names.add(res.get("device_name"))
@@ -177,7 +224,8 @@ def report(args) -> int:
         best = min(timed, key=lambda n: res["modules"][n]["median_ms"], default=None)
         rec = _record(prep, res, best, base) if best else {"task": prep["task"], "correct": False, "compiled": True}
         verdicts = {n: res["modules"][n]["verdict"] for n in res["modules"]}
-        row = {**prep, "baseline": base, "verdicts": verdicts,
+        row = {**prep, "round": 2 if args.round2 and d.parent == Path(args.round2) else 1, "dir": str(d), "baseline": base,
+               "verdicts": verdicts,
                "ms": {n: res["modules"][n].get("median_ms") for n in res["modules"]},
                "best": best, "best_rule": res["modules"][best].get("rule") if best else None,
                "speedup_vs_dlight": rec.get("speedup"), "fast": is_fast(rec, 1.0),
@@ -216,12 +264,12 @@ def _store(path: str, jobs: str, rows: list[dict]) -> None:
         for method in ("tvm-naive", "tvm-dlight", "leka-offline"):
             rid = store.create_run(f"{method}-cuda-slice", "cuda-h200", {"experiment": "cuda_slice", "jobs": jobs})
             for r in rows:
-                res = json.loads((Path(jobs) / r["task"] / "result.json").read_text())
+                res = json.loads((Path(r["dir"]) / "result.json").read_text())
                 name = r["best"] if method == "leka-offline" else method
                 if name not in res["modules"]:
                     continue
                 rec = _record(r, res, name, r["baseline"])
-                src = Path(jobs) / r["task"] / f"{name}.tvmscript"
+                src = Path(r["dir"]) / f"{name}.tvmscript"
                 rec.update(pattern=None, level=r["level"], domain=r["domain"], method=method, sample_idx=0,
                            proposer="leka-offline-rules" if method == "leka-offline" else None,
                            candidate_hash=hashlib.sha256(src.read_bytes()).hexdigest()[:16] if src.exists() else None,
@@ -248,6 +296,7 @@ def main() -> int:
         q.add_argument("--trials", type=int, default=2)
         q.add_argument("--number", type=int, default=100)
         q.add_argument("--rounds", type=int, default=7)
+        q.add_argument("--feedback", help="round 2: the round-1 job folders (results in), for tasks not yet fast")
     j = sub.add_parser("jetson")
     j.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
     j.add_argument("--jetson", default="jetson-orin-nano")
@@ -256,6 +305,7 @@ def main() -> int:
     r.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
     r.add_argument("--out", help="write per-task rows + summary as JSONL")
     r.add_argument("--store", help="also write the records into this results store (SQLite)")
+    r.add_argument("--round2", help="round-2 job folders: their results replace round 1's for those tasks")
     r.set_defaults(func=report)
     a = ap.parse_args()
     return a.func(a)
