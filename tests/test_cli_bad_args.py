@@ -57,6 +57,9 @@ OPTIONAL = {  # subcommands other engineers add: walked when they exist
     "experiment": [["experiment"], ["experiment", "run", "missing.yaml"], ["experiment", "run", NOT_ONNX]],
     "optimize": [["optimize", "missing.onnx"], ["optimize", NOT_ONNX], ["optimize"]],
     "run": [["run", "missing-dir"], ["run"], ["run", "."]],
+    "remote": [["remote"], ["remote", "tune", "nope"], ["remote", "ingest", "missing-dir"],
+               ["remote", "tune", "nope", "--target", "cuda"]],
+    "gpu-bundle": [["gpu-bundle", "--arch", "sparc"], ["gpu-bundle", "--python", "x"]],
 }
 
 
@@ -96,7 +99,7 @@ def test_bad_arguments_answer_in_one_line(workdir, capsys, argv):
     err = out.err.strip()
     assert rc not in (0, None), out
     assert "Traceback" not in out.err + out.out and "internal error" not in err, err
-    if argv in (["bench"], ["tune"]) or argv[-1] in ("experiment", "optimize", "run") and len(argv) == 1:
+    if argv in (["bench"], ["tune"]) or argv[-1] in ("experiment", "optimize", "run", "remote") and len(argv) == 1:
         return  # a bare group prints its help (or usage) and exits 2
     assert err and len(err.splitlines()) == 1, err
 

@@ -7,6 +7,7 @@
 """
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -15,7 +16,7 @@ DEFAULT_STORE = Path(".leka") / "remote" / "pending.sqlite"
 
 def register(sub) -> None:
     p = sub.add_parser("remote", help="tune with measurements from a remote host (job folders, one per round)",
-                       description=__doc__)
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--store", default=str(DEFAULT_STORE), help="pending-measurement store (SQLite)")
     s = p.add_subparsers(dest="remote_cmd", metavar="ACTION", required=True)
     t = s.add_parser("tune", help="start LEKA runs that measure remotely")

@@ -91,9 +91,14 @@ def _result(job_dir: Path, job: dict, res: dict, name: str, rnd: int | None) -> 
 
 def ingest(store: PendingStore, root: str | Path) -> dict[str, int]:
     """Results of every job folder under root (result.json) into the store; counts of new and repeated."""
+    from leka.errors import LekaError
+
+    jobs = sorted(Path(root).rglob("job.json")) if Path(root).is_dir() else []
+    if not jobs:
+        raise LekaError(f"{root}: no job folders (job.json) here; `leka remote batch -o DIR` writes them")
     new = repeated = missing = 0
     rounds_seen: set[int] = set()
-    for job_json in sorted(Path(root).rglob("job.json")):
+    for job_json in jobs:
         job_dir = job_json.parent
         job = json.loads(job_json.read_text())
         if not (job_dir / "result.json").exists():
