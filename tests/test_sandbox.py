@@ -289,9 +289,13 @@ def test_a_reply_sent_ahead_of_its_request_is_a_crash():
 def test_a_checkout_under_tmp_stays_visible_inside(monkeypatch, tmp_path):
     """The sandbox's private /tmp must not hide a working directory (or a clone and its venv) under /tmp."""
     assert sb.under_tmp(["/tmp/a/clone", "/tmp/a/clone/.venv", "/usr", "/tmp/b"]) == ["/tmp/a/clone", "/tmp/b"]
-    work = tmp_path / "work"
+    private = tmp_path / "private"  # like mktemp -d: closed to everyone but root
+    private.mkdir(mode=0o700)
+    work = private / "work"
     work.mkdir()
     monkeypatch.chdir(work)
+    argv = sb._bwrap_argv(sb.plan(), 99, str(work), 100)
+    assert ["--perms", "0755", "--dir", str(private)] == argv[argv.index(str(private)) - 3:argv.index(str(private)) + 1]
     task = get_task("ex-matmul-256")
     source = (Path(__file__).resolve().parents[1] / "examples" / "host-cpu" / "matmul.py").read_text()
     with Evaluator("host-cpu", EvalConfig(measure=False)) as ev:

@@ -211,6 +211,12 @@ def _bwrap_argv(p: Plan, info_fd: int, cwd: str, tmp_mb: int) -> list[str]:
         for path in p.root_paths:
             argv += ["--ro-bind", path, path]
     for path in under_tmp([*needed_paths(), cwd]):  # a checkout under /tmp stays visible (read-only)
+        # bwrap would make the missing parents with the source's modes (mktemp -d: 0700, closed to nobody)
+        parents = [os.path.dirname(path)]
+        while parents[-1] != "/tmp":
+            parents.append(os.path.dirname(parents[-1]))
+        for parent in reversed(parents[:-1]):
+            argv += ["--perms", "0755", "--dir", parent]
         argv += ["--ro-bind", path, path]
     for dev in sorted(os.listdir("/dev")):  # GPUs stay usable inside (CUDA runner)
         if dev.startswith("nvidia"):
