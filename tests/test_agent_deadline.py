@@ -201,3 +201,34 @@ def test_finalize_remeasures_on_held_back_inputs_in_a_fresh_worker(monkeypatch):
     fresh = fresh_worker_fn("host-cpu", EvalConfig(trials=3), object(), "tvm-naive")
     fresh("src"), fresh("src")
     assert len(made) == 2 and all(c.holdout and c.seed is None and c.trials == 3 for c in made)
+
+
+def test_finalize_drops_a_best_that_is_slower_than_the_baseline_on_fresh_remeasures(tmp_path, store):
+    # search: s_fast 3.0x; in fresh workers 0.4x, then 0.45x and 0.5x (disagreement): slower than the naive
+    # lowering beyond noise, so the initial IR (1.0x fresh) is the answer and the rejection says why
+    proposer = ScriptedProposer({"schedule": [["s_fast"], []]})
+    ctx = make_context("fin-slow", store, proposer, FakeEvaluator(), remeasure=_remeasures(0.4, 0.45, 0.5, 1.0))
+    final = _drive(ctx, store, tmp_path, k=1)
+    assert final["correct"] is True and final["speedup"] == 1.0
+    assert final["fallback"] == "initial IR (the baseline lowering)"
+    [rej] = final["rejected"]
+    assert rej["what"] == "best" and "slower than the baseline lowering beyond noise (0.45x" in rej["reason"]
+
+
+def test_finalize_keeps_a_slower_best_when_nothing_else_confirms(tmp_path, store):
+    proposer = ScriptedProposer({"schedule": [["s_fast"], []]})
+    ctx = make_context("fin-slow-kept", store, proposer, FakeEvaluator(),
+                       remeasure=_remeasures(0.4, 0.45, 0.5, "wrong"))
+    final = _drive(ctx, store, tmp_path, k=1)
+    assert final["correct"] is True and final["speedup"] == 0.45 and final["best_step"] is not None
+    assert [r["what"] for r in final["rejected"]] == ["initial IR (the baseline lowering)"]
+
+
+def test_is_slower_needs_the_whole_noise_band_below_one():
+    from leka.bench import metrics
+
+    rounds = lambda c, b: {"detail": {"timing": {"candidate": {"rounds_s": c}, "baseline": {"rounds_s": b}}}}  # noqa: E731
+    slow = {"compiled": True, "correct": True, "speedup": 0.5} | rounds([2.0] * 9, [1.0] * 9)
+    noisy = {"compiled": True, "correct": True, "speedup": 0.9} | rounds([1.0, 1.2, 0.8, 1.1, 1.3, 0.9, 1.0, 1.15, 0.85], [1.0] * 9)
+    assert metrics.is_slower(slow) and not metrics.is_slower(noisy)
+    assert not metrics.is_slower({"correct": False, "speedup": 0.1})

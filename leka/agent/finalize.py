@@ -6,7 +6,8 @@ families (``EvalConfig(holdout=True)``, wired in session.py); when its speedup a
 by more than REMEASURE_DISAGREEMENT, two more follow and the median run is reported. Any wrong (or
 failed, or cut-off) re-measure rejects the finalist: finalize moves to the next-best verified candidate
 of the search (at most MAX_FALLBACKS of them, each faster than naive in the search), then to the initial
-IR (the baseline lowering). Every rejection is in the final record (``rejected``, ``fallback``).
+IR (the baseline lowering). A finalist whose fresh re-measure is correct but slower than the baseline
+lowering beyond noise (``metrics.is_slower``) is rejected the same way. Every rejection is in the final record (``rejected``, ``fallback``).
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import hashlib
 import json
 import time
 from typing import Any
+
+from leka.bench import metrics
 
 from .context import AgentContext
 from .deadline import Emit
@@ -125,17 +128,26 @@ def finalize(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     deadline = ctx.clock.finalize_deadline() if ctx.clock is not None else None
     rejected: list[dict[str, Any]] = []
     chosen, res, remeasures, source = None, {}, [], ""
+    reserve = None  # a correct finalist measured slower than the baseline: kept if nothing later confirms
     for n, choice in enumerate(finalists(state, ctx)):
         if deadline is not None and time.monotonic() >= deadline and n > 0:
             rejected.append({"what": choice["what"], "step": choice["step"], "reason": "finalize ran out of time"})
             break
         res, remeasures, why, source = confirm(ctx, choice, "final:" if n == 0 else f"final:alt{n}:", deadline)
+        if why is None and choice["step"] is not None and metrics.is_slower(res):
+            # the search's win did not hold in a fresh worker: the baseline lowering is the better answer
+            why = (f"fresh re-measure slower than the baseline lowering beyond noise "
+                   f"({res.get('speedup') or 0:.2f}x; search {choice['speedup']:.2f}x)")
+            reserve = reserve or (choice, res, remeasures, source)
         if why is None:
             chosen = choice
             break
         rejected.append({"what": choice["what"], "step": choice["step"], "layer": choice["layer"],
                          "summary": choice["summary"], "search_speedup": choice["speedup"],
                          "remeasured_speedups": remeasures, "reason": why})
+    if chosen is None and reserve is not None:  # e.g. a GPU task whose initial IR is no kernel
+        chosen, res, remeasures, source = reserve
+        rejected = [r for r in rejected if r["what"] != chosen["what"]]
     steps = state.get("steps", [])
     shown = chosen or state["best"]
     final = {

@@ -93,6 +93,26 @@ def speedup_lower_bound(r: Record) -> float | None:
     return min(caps) / (1.0 + SYSTEMATIC_MARGIN)
 
 
+def speedup_upper_bound(r: Record) -> float | None:
+    """The mirror of speedup_lower_bound: the speedup this sample cannot exceed beyond its noise (the upper
+    order statistic of the per-round ratios, at least the headline, times 1 + SYSTEMATIC_MARGIN)."""
+    s = r.get("speedup")
+    if not s or s <= 0:
+        return None
+    ratios = _paired_ratios(r)
+    if ratios is None:
+        noise = FALLBACK_MARGIN + float(r.get("spread") or 0.0) + float(r.get("baseline_spread") or 0.0)
+        return s * (1.0 + noise)
+    k = _order_statistic_rank(len(ratios), FAST_CONFIDENCE)
+    return max(sorted(ratios)[len(ratios) - k], s) * (1.0 + SYSTEMATIC_MARGIN)
+
+
+def is_slower(r: Record) -> bool:
+    """Correct but slower than its baseline beyond measurement noise (speedup_upper_bound < 1)."""
+    ub = speedup_upper_bound(r)
+    return is_correct(r) and ub is not None and ub < 1.0
+
+
 def is_fast(r: Record, p: float) -> bool:
     """Correct and faster than p times the baseline beyond measurement noise: speedup_lower_bound > p.
     Fast@0 == correct. The one definition of "fast" for every report, experiment and baseline."""
