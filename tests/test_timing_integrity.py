@@ -214,3 +214,93 @@ def test_opencl_runner_mixes_inputs_and_poisons_outputs_between_timed_runs():
     a, b, c = ld.download()
     np.testing.assert_array_equal(a, ins[0])
     np.testing.assert_allclose(c, ins[0] @ ins[1], rtol=1e-4, atol=1e-3)
+
+
+# -- timed runs checked at random (a kernel that skips the work only when timed has nothing to tell apart) -------
+def _as_mix(given: np.ndarray, uploaded: np.ndarray, alt: np.ndarray) -> bool:
+    """`given` takes every element from the uploaded inputs or their alternate, and is neither of them."""
+    return bool(np.all((given == uploaded) | (given == alt))) and not np.array_equal(given, uploaded)
+
+
+def test_timed_runs_are_kept_for_checking_after_they_ran():
+    from leka.runners.poison import CHECK_SLOTS
+
+    ld, ins = _loaded(honest())
+    ld.arm([2])
+    for _ in range(CHECK_SLOTS):  # rounds of one run: each run is kept by the check after its round
+        ld.time(1)
+    kept = ld.preproc.checked_runs()
+    # time_evaluator's untimed first call of each round is not a timed run: only the four timed ones count
+    assert sorted(k["run"] for k in kept) == list(range(1, CHECK_SLOTS + 1))
+    ld.time(6)
+    ld.time(1, final=True)  # the final run restores the uploaded inputs: not one of the sampled runs
+    kept = ld.preproc.checked_runs()
+    assert len(kept) == CHECK_SLOTS and all(1 <= k["run"] <= CHECK_SLOTS + 6 for k in kept)
+    for k in kept:
+        a, b = k["inputs"]
+        assert _as_mix(a, ins[0], ld.preproc.alt[0]) and _as_mix(b, ins[1], ld.preproc.alt[1])
+        assert all(np.array_equal(x, y) for x, y in zip(k["inputs"], k["inputs_after"]))
+        np.testing.assert_allclose(k["outputs"][0], a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_graph_timed_calls_are_kept_for_checking():
+    from leka.evaluator.graph_exec import load_graph
+    from leka.tasks import get_task
+
+    src = (ROOT / "tests" / "adversarial" / "c7_graph_outputs" / "correct_mfcc_graph.py").read_text()
+    task = get_task(__import__("leka.candidate", fromlist=["parse_header"]).parse_header(src)["task"])
+    args = [(a.name, tuple(a.shape), a.dtype, a.role) for a in task.args]
+    g = load_graph(build(parse_candidate(src), "host-cpu"), __import__("leka.targets").targets.get_target("host-cpu"),
+                   args)
+    ins = task.generate_inputs(np.random.default_rng(0), "normal")
+    g.upload(ins)
+    g.arm([])
+    g.time(1)
+    g.time(2)
+    kept = g.preproc.checked_runs()
+    assert sorted(k["run"] for k in kept) == [1, 2, 3]
+    for k in kept:
+        assert not all(np.array_equal(x, u) for x, u in zip(k["inputs"], ins))
+        for got, ref in zip(k["outputs"], task.run_reference(k["inputs"]), strict=True):
+            np.testing.assert_allclose(got, ref, rtol=1e-3, atol=1e-3 * float(np.max(np.abs(ref))))
+
+
+def test_parent_checks_each_kept_timed_run_against_the_reference():
+    from leka.evaluator.correctness import check_timed_runs
+    from leka.tasks import get_task
+
+    task = get_task("ex-matmul-256")
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2))
+    good = {"run": 7, "inputs": [a, b], "inputs_after": [a, b], "outputs": [a @ b]}
+    assert check_timed_runs(task, [good, {**good, "run": 9}]) == ("", None)
+    assert check_timed_runs(task, []) == ("", None)
+    skipped = {**good, "run": 12, "outputs": [np.zeros_like(a)]}
+    where, v = check_timed_runs(task, [good, skipped])
+    assert where.startswith("timed run 12") and not v.ok and "elements differ" in v.reason
+    where, v = check_timed_runs(task, [{**good, "inputs_after": [a, b * 2]}])
+    assert "was modified" in v.reason
+    for bad in ([{**good, "inputs": [a]}], [{**good, "inputs": [a, b.astype(np.float64)]}],
+                [{**good, "run": "7"}], ["x"], {"run": 1}, [{**good, "outputs": []}]):
+        where, v = check_timed_runs(task, bad)
+        assert v is not None and not v.ok, bad
+
+
+def test_every_timed_run_is_equally_likely_to_be_checked():
+    """The sample is uniform over the timed runs (reservoir sampling): late runs of late rounds are checked as
+    often as early ones, so skipping the work on some rounds only is caught in proportion."""
+    from leka.runners.poison import CHECK_SLOTS
+
+    ld = get_runner("host-cpu").load(build(parse_candidate(honest(8)), "host-cpu"))
+    rng = np.random.default_rng(0)
+    runs = []
+    for _ in range(40):
+        ld.upload([rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2)] + [np.zeros((8, 8), np.float32)])
+        ld.arm([2])
+        for n in (1, 7, 16, 16, 24):  # 64 timed runs, rounds of different sizes
+            ld.time(n)
+        runs += [k["run"] for k in ld.preproc.checked_runs()]
+    assert len(runs) == 40 * CHECK_SLOTS and min(runs) >= 1 and max(runs) <= 64
+    late = sum(r > 32 for r in runs) / len(runs)  # expected 0.5 (sd ~0.04)
+    last = sum(r > 48 for r in runs) / len(runs)  # the last round: expected 0.25
+    assert 0.35 < late < 0.65 and 0.13 < last < 0.37, (late, last)

@@ -101,3 +101,40 @@ def inputs_unchanged(before: list[np.ndarray], after: list[np.ndarray], names: l
         if b.shape != a.shape or not np.array_equal(b, a, equal_nan=b.dtype.kind == "f"):
             return f"input {n} was modified by the candidate"
     return ""
+
+
+def check_timed_runs(task: Any, checks: Any, max_report: int = 5) -> tuple[str, Verdict | None]:
+    """('', None) when every timed run the worker kept is correct, else (which run, its Verdict). Each kept run
+    (picked at random after it ran, leka.runners.poison) carries the inputs it was given — a mix of the timing
+    inputs no reference exists for yet — and its inputs and outputs as it left them: the reference is computed
+    here from the task's trusted code."""
+    if not isinstance(checks, list):
+        return "timed runs", Verdict(False, "malformed timed-run checks", summary="malformed timed-run checks")
+    names = [spec.name for spec in task.inputs]
+    for check in checks:
+        run = check.get("run") if isinstance(check, dict) else None
+        if not isinstance(run, int) or isinstance(run, bool):
+            return "timed runs", Verdict(False, "malformed timed-run check", summary="malformed timed-run check")
+        where = f"timed run {run} (picked at random after it ran)"
+        given = list(check.get("inputs") or [])
+        bad = _bad_inputs(task, given)
+        if bad:
+            return where, Verdict(False, bad, summary=bad)
+        changed = inputs_unchanged(given, list(check.get("inputs_after") or []), names)
+        if changed:
+            return where, Verdict(False, changed, summary=changed)
+        refs = task.run_reference([a.copy() for a in given])
+        v = check_outputs(task, list(check.get("outputs") or []), refs, task.tie_masks(given), max_report)
+        if not v.ok:
+            return where, v
+    return "", None
+
+
+def _bad_inputs(task: Any, given: list[Any]) -> str:
+    """'' when `given` are arrays of exactly the task's input shapes and dtypes."""
+    if len(given) != len(task.inputs):
+        return f"{len(given)} input(s) reported, the task has {len(task.inputs)}"
+    for spec, a in zip(task.inputs, given, strict=True):
+        if not isinstance(a, np.ndarray) or a.shape != tuple(spec.shape) or a.dtype != np.dtype(spec.dtype):
+            return f"input {spec.name} reported with another shape or dtype"
+    return ""

@@ -20,7 +20,7 @@ from leka.targets import TargetPreset, get_target
 from leka.tasks.task import Task
 
 from .config import EvalConfig
-from .correctness import Verdict, check_outputs, inputs_unchanged
+from .correctness import Verdict, check_outputs, check_timed_runs, inputs_unchanged
 from .inputs import InputSource, Trial, TrialSet
 from .pool import Worker, WorkerFault
 from .result import EvalResult, candidate_hash, versions
@@ -211,6 +211,12 @@ class Evaluator:
         if not v.ok:
             self._wrong(res, v, "outputs after the timing loop", trial, "timing")
             return
+        # Timed runs themselves, picked at random after they ran: a kernel that skips the work when it is timed
+        # and does it when checked has no way to tell the two apart.
+        where, v = check_timed_runs(task, reply.get("timed_checks", []), c.max_mismatches)
+        if v is not None:
+            self._wrong(res, v, f"timing loop, {where}", trial, "timing")
+            return
         cs, bs = summarize(reply["candidate_s"]), summarize(reply["baseline_s"])
         res.candidate_ms, res.baseline_ms = cs["median_s"] * 1e3, bs["median_s"] * 1e3
         res.spread, res.baseline_spread = cs["iqr_rel"], bs["iqr_rel"]
@@ -221,7 +227,8 @@ class Evaluator:
         paired = [b / c for c, b in zip(reply["candidate_s"], reply["baseline_s"]) if c > 0]
         cs["rounds_s"], bs["rounds_s"] = list(reply["candidate_s"]), list(reply["baseline_s"])
         res.detail["timing"] = {"candidate": cs, "baseline": bs, "threads": self.threads,
-                                "paired_speedup_median": float(np.median(paired)) if paired else None}
+                                "paired_speedup_median": float(np.median(paired)) if paired else None,
+                                "checked_runs": sorted(int(k["run"]) for k in reply.get("timed_checks", []))}
 
     def _done(self, res: EvalResult, t_start: float, compile_s: float | None) -> EvalResult:
         res.eval_s = time.perf_counter() - t_start

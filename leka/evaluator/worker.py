@@ -172,7 +172,15 @@ def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     # parent checks against the reference of those inputs.
     cand.exec.time(1, final=True)
     after = cand.exec.download()
-    return {"ok": True, **timed, "outputs_after": after[len(trial):], "inputs_after": after[:len(trial)]}
+    return {"ok": True, **timed, "outputs_after": after[len(trial):], "inputs_after": after[:len(trial)],
+            "timed_checks": _timed_checks(cand)}
+
+
+def _timed_checks(side: _Loaded) -> list[dict[str, Any]]:
+    """Timed runs of the candidate picked at random after they ran (leka.runners.poison.CHECK_SLOTS): the
+    inputs each was given and what it left, for the parent to check. Runners without that preproc send none."""
+    preproc = getattr(side.exec, "preproc", None)
+    return preproc.checked_runs() if hasattr(preproc, "checked_runs") else []
 
 
 def _cpu_budget(seconds: float | None) -> None:

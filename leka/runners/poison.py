@@ -11,6 +11,11 @@ Once timing is armed (``Preproc``), before every timed run and untimed:
   its column.
 - the final, checked run instead restores the uploaded inputs exactly; it comes after runs on other inputs,
   so a kernel that recognises familiar inputs meets them there for the first time.
+- timed runs themselves are checked: after each timed run (in the next run's preproc, or after the last run of
+  a round) a secret draw decides whether it is kept — reservoir sampling, so CHECK_SLOTS runs end up kept,
+  every timed run equally likely. Kept: what the run left in every buffer and the mix offsets it was given;
+  the worker rebuilds those inputs and the parent checks the outputs against the reference of them. The
+  choice is made after the run, so a kernel cannot know whether the run it is in will be checked.
 
 On CPU the preproc is a TIR function of ours compiled once per signature and passed to TVM's
 ``time_evaluator`` as ``f_preproc``; the timed function is a one-line compiled wrapper that calls the kernel
@@ -24,13 +29,15 @@ import hashlib
 import os
 import itertools
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 Params = list[tuple[str, tuple[int, ...], str]]
 _REGISTERED: dict[str, Any] = {}  # keeps registered functions (and their modules) alive
 _KERNEL_IDS = itertools.count()
+# Timed runs whose outputs are kept for the parent to check (a uniform sample of each side's timed runs)
+CHECK_SLOTS = 4
 
 
 def value(dtype: str) -> Any:
@@ -76,39 +83,83 @@ def _literal(dtype: str) -> str:
 
 
 def _signature(params: Params, inputs: Sequence[int]) -> str:
-    """Kernel params, then each input's uploaded copy, alternate and random mask, then the state (rng, mode)."""
+    """Kernel params, then each input's uploaded copy, alternate and random mask, then the check slots (each
+    param's CHECK_SLOTS copies, the runs' numbers and mix offsets), then the state (see `state_size`)."""
     args = [f"p{i}: T.Buffer({tuple(s)!r}, {d!r})" for i, (_n, s, d) in enumerate(params)]
     for i in inputs:
         _n, s, d = params[i]
         args += [f"o{i}: T.Buffer({tuple(s)!r}, {d!r})", f"a{i}: T.Buffer({tuple(s)!r}, {d!r})",
                  f"m{i}: T.Buffer(({math.prod(s)},), {_bits(d)!r})"]
-    return ", ".join(args + ['st: T.Buffer((2,), "uint32")'])
+    args += [f"c{i}: T.Buffer(({CHECK_SLOTS * max(1, math.prod(s))},), {d!r})"
+             for i, (_n, s, d) in enumerate(params)]
+    args.append(f'cs: T.Buffer(({CHECK_SLOTS * (1 + len(inputs))},), "uint32")')
+    return ", ".join(args + [f'st: T.Buffer(({state_size(len(inputs))},), "uint32")'])
+
+
+def state_size(n_inputs: int) -> int:
+    """The preproc's state: [mix rng, mode (1: final), check rng, timed runs so far, 1 when the last call was a
+    mixed timed run, that run's mix offset per input]."""
+    return 5 + n_inputs
+
+
+def _xorshift(k: int) -> list[str]:
+    return [f"    st[{k}] = st[{k}] ^ (st[{k}] << T.uint32(13))", f"    st[{k}] = st[{k}] ^ (st[{k}] >> T.uint32(17))",
+            f"    st[{k}] = st[{k}] ^ (st[{k}] << T.uint32(5))"]
+
+
+def _check_body(params: Params, inputs: Sequence[int]) -> list[str]:
+    """Reservoir sampling of the timed runs, decided after each run: when the previous call was a mixed timed
+    run, it is the t-th; the first CHECK_SLOTS fill the slots, then a secret draw r in [0, t) keeps it in slot r
+    when r < CHECK_SLOTS (every timed run ends up in the slots with the same probability). Kept: every param as
+    the run left it and the run's offsets, from which the worker rebuilds the inputs the run was given."""
+    width = 1 + len(inputs)
+    lines = ["    if st[4] == T.uint32(1):", "        st[3] = st[3] + T.uint32(1)"]
+    lines += ["    " + ln for ln in _xorshift(2)]
+    lines += [f"        d = T.if_then_else(st[3] <= T.uint32({CHECK_SLOTS}), st[3] - T.uint32(1), st[2] % st[3])",
+              f"        if d < T.uint32({CHECK_SLOTS}):",
+              '            r = T.Cast("int32", d)', f"            cs[r * {width}] = st[3]"]
+    lines += [f"            cs[r * {width} + {1 + k}] = st[{5 + k}]" for k in range(len(inputs))]
+    for i, (_n, shape, _d) in enumerate(params):
+        n = math.prod(shape)
+        if n:
+            lines.append(f"            for e in range({n}):\n                c{i}[r * {n} + e] = f{i}[e]")
+    return lines + ["    st[4] = T.uint32(0)"]
+
+
+def _indent(lines: list[str]) -> list[str]:
+    """Lines (some holding several) one level deeper: the functions are methods of an ir_module class."""
+    return ["    " + ln for text in lines for ln in text.split("\n")]
+
+
+def _views(params: Params) -> list[str]:
+    return [f"    f{i} = T.decl_buffer(({math.prod(s)},), {d!r}, data=p{i}.data)"
+            for i, (_n, s, d) in enumerate(params) if math.prod(s)]
 
 
 def _mix_script(params: Params, outputs: Sequence[int]) -> str:
-    """Outputs poisoned; each input element from the uploaded copy or the alternate as the random mask,
-    read from a random offset (a xorshift step per input and run), says; in final mode the uploaded copy."""
+    """Two functions: `mix`, the preproc (a check of the previous timed run, then outputs poisoned; each input
+    element from the uploaded copy or the alternate as the random mask, read from a random offset (a xorshift
+    step per input and run), says; in final mode the uploaded copy), and `capture`, the check alone (after
+    the last run of a round)."""
     inputs = [i for i in range(len(params)) if i not in outputs]
-    body = ['    T.func_attr({"global_symbol": "mix", "tirx.noalias": True})']
+    body = ['        T.func_attr({"global_symbol": "mix", "tirx.noalias": True})']
+    body += _indent(_views(params) + _check_body(params, inputs))
     for i, (_n, shape, dtype) in enumerate(params):
         n = math.prod(shape)
         if n == 0:
             continue
-        body.append(f"    f{i} = T.decl_buffer(({n},), {dtype!r}, data=p{i}.data)")
         if i in outputs:
-            body.append(f"    for e in range({n}):\n        f{i}[e] = {_literal(dtype)}")
+            body += _indent([f"    for e in range({n}):\n        f{i}[e] = {_literal(dtype)}"])
             continue
         u = _bits(dtype)  # blend as bits: g ^ ((g ^ h) & mask), mask all ones or zeros (vectorises)
         pick = (f"T.reinterpret({dtype!r}, T.reinterpret({u!r}, g{{i}}[{{k}}]) ^ ((T.reinterpret({u!r}, g{{i}}[{{k}}])"
                 f" ^ T.reinterpret({u!r}, h{{i}}[{{k}}])) & m{{i}}[{{j}}]))")
         if dtype == "bool":
             pick = "T.if_then_else(m{i}[{j}] != T.uint8(0), h{i}[{k}], g{i}[{k}])"
-        body += [f"    g{i} = T.decl_buffer(({n},), {dtype!r}, data=o{i}.data)",
-                 f"    h{i} = T.decl_buffer(({n},), {dtype!r}, data=a{i}.data)",
-                 "    st[0] = st[0] ^ (st[0] << T.uint32(13))",
-                 "    st[0] = st[0] ^ (st[0] >> T.uint32(17))",
-                 "    st[0] = st[0] ^ (st[0] << T.uint32(5))",
+        lines = [f"    g{i} = T.decl_buffer(({n},), {dtype!r}, data=o{i}.data)",
+                 f"    h{i} = T.decl_buffer(({n},), {dtype!r}, data=a{i}.data)", *_xorshift(0),
                  f"    off{i} = T.Cast(\"int32\", st[0] % T.uint32({n}))",
+                 f"    st[{5 + inputs.index(i)}] = T.Cast(\"uint32\", off{i})",
                  "    if st[1] == T.uint32(1):",
                  f"        for e in range({n}):\n            f{i}[e] = g{i}[e]",
                  "    else:",
@@ -116,7 +167,14 @@ def _mix_script(params: Params, outputs: Sequence[int]) -> str:
                  "            f{i}[e] = ".format(i=i) + pick.format(i=i, j=f"e + off{i}", k="e"),
                  f"        for e in range(off{i}):",
                  f"            f{i}[{n} - off{i} + e] = " + pick.format(i=i, j="e", k=f"{n} - off{i} + e")]
-    return "@T.prim_func\ndef mix(" + _signature(params, inputs) + "):\n" + "\n".join(body) + "\n"
+        body += _indent(lines)
+    body += ["        if st[1] == T.uint32(0):", "            st[4] = T.uint32(1)"]  # a mixed run follows
+    sig = _signature(params, inputs)
+    capture = ['        T.func_attr({"global_symbol": "capture", "tirx.noalias": True})']
+    capture += _indent(_views(params) + _check_body(params, inputs))
+    return ("@I.ir_module\nclass Module:\n"
+            f"    @T.prim_func\n    def mix({sig}):\n" + "\n".join(body) +
+            f"\n\n    @T.prim_func\n    def capture({sig}):\n" + "\n".join(capture) + "\n")
 
 
 def _call_script(params: Params, outputs: Sequence[int], kernel: str) -> str:
@@ -129,8 +187,9 @@ def _call_script(params: Params, outputs: Sequence[int], kernel: str) -> str:
 def _compile(script: str, name: str):
     import tvm
 
-    func = tvm.script.from_source(script)  # our own text, not a candidate's
-    return tvm.compile(tvm.IRModule({name: func}), target="llvm").mod
+    parsed = tvm.script.from_source(script)  # our own text, not a candidate's
+    mod = parsed if isinstance(parsed, tvm.IRModule) else tvm.IRModule({name: parsed})
+    return tvm.compile(mod, target="llvm").mod
 
 
 def registered_mix(params: Params, outputs: Sequence[int]) -> str:
@@ -139,7 +198,7 @@ def registered_mix(params: Params, outputs: Sequence[int]) -> str:
 
     params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
     outputs = sorted(int(i) for i in outputs)
-    name = "leka.mix." + hashlib.sha1(repr((params, outputs)).encode()).hexdigest()[:16]
+    name = "leka.mix." + hashlib.sha1(repr((params, outputs, CHECK_SLOTS)).encode()).hexdigest()[:16]
     if name not in _REGISTERED:
         mod = _compile(_mix_script(params, outputs), "mix")
         tvm.register_global_func(name, mod["mix"], override=True)
@@ -182,7 +241,7 @@ def compiled_call(kernel, params: Params, outputs: Sequence[int], reuse: "Prepro
         return reuse
     params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
     outputs = sorted(int(i) for i in outputs)
-    name = "leka.timed." + hashlib.sha1(repr((params, outputs)).encode()).hexdigest()[:16]
+    name = "leka.timed." + hashlib.sha1(repr((params, outputs, CHECK_SLOTS)).encode()).hexdigest()[:16]
     lib = _wrapper_library(params, outputs, name)
     if lib is not None:
         copy = f"{lib[:-3]}-{os.getpid()}-{next(_KERNEL_IDS)}.so"
@@ -195,11 +254,32 @@ def compiled_call(kernel, params: Params, outputs: Sequence[int], reuse: "Prepro
     return name, _compile(_call_script(params, outputs, name), "call"), kernel
 
 
+class _Reservoir:
+    """The callback path's check slots: the compiled preproc's reservoir sampling, in Python."""
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
+        self.seen = 0
+        self.slots: list[dict | None] = [None] * CHECK_SLOTS
+
+    def offer(self, given: list[np.ndarray], left: Callable[[], tuple[list, list]]) -> None:
+        """The next timed run, which was given `given`; `left()`: its inputs and outputs as it left them."""
+        self.seen += 1
+        r = self.seen - 1 if self.seen <= CHECK_SLOTS else int(self.rng.integers(self.seen))
+        if r < CHECK_SLOTS:
+            inputs_after, outputs = left()
+            self.slots[r] = {"run": self.seen, "inputs": given, "inputs_after": inputs_after, "outputs": outputs}
+
+
 class Preproc:
-    """Timing of one loaded kernel with the preproc above. ``timer(n)`` → (time_evaluator, its arguments)."""
+    """Timing of one loaded kernel with the preproc above. ``timer(n)`` → (time_evaluator, its arguments);
+    ``checked_runs()`` → the timed runs kept for the parent to check."""
 
     def __init__(self, module, entry: str, tensors: list, params: Params, outputs: Sequence[int], dev,
-                 reuse: "Preproc | tuple | None" = None, callback: bool = False):
+                 reuse: "Preproc | tuple | None" = None, callback: bool = False,
+                 graph_outputs: Callable[[], list] | None = None):
+        """`graph_outputs`: a Relax VM's outputs of its last stateful call (then `module` is the VM's module,
+        timed through `invoke_stateful` with the inputs set on the VM: graphs allocate their outputs)."""
         import tvm
 
         self.module, self.entry = module, entry
@@ -210,7 +290,7 @@ class Preproc:
         self.dev, self.tensors = dev, tensors
         seed = int.from_bytes(os.urandom(8), "little")  # neither the shuffle nor the mix is predictable
         rng = np.random.default_rng(seed)
-        uploaded = [tensors[i].numpy() for i in self.inputs]
+        self.uploaded = uploaded = [tensors[i].numpy() for i in self.inputs]
         alt = [alternate(a, rng) for a in uploaded]
         self.alt = alt
         for i, a in zip(self.inputs, alt):  # untimed runs (warm-up, calibration) see the alternate inputs
@@ -218,12 +298,19 @@ class Preproc:
         # callback: the NumPy preproc on CPU too (Relax graphs: the VM's main takes only the inputs)
         self.cpu = not callback and dev.dlpack_device_type() == tvm.cpu().dlpack_device_type()
         if self.cpu:
-            masks = [np.where(rng.integers(0, 2, a.size, dtype=bool), np.iinfo(_bits(a.dtype)).max, 0)
-                     .astype(_bits(a.dtype)) for a in uploaded]
+            self.picks = [rng.integers(0, 2, a.size, dtype=bool) for a in uploaded]
+            masks = [np.where(p, np.iinfo(_bits(a.dtype)).max, 0).astype(_bits(a.dtype))
+                     for p, a in zip(self.picks, uploaded)]
             extra = [tvm.runtime.tensor(x, dev) for trio in zip(uploaded, alt, masks) for x in trio]
-            self.state = tvm.runtime.tensor(np.array([(seed & 0xFFFFFFFF) | 1, 0], np.uint32), dev)
-            self.args = list(tensors) + extra + [self.state]
+            self.slots = [tvm.runtime.tensor(np.zeros(CHECK_SLOTS * max(1, math.prod(s)), d), dev)
+                          for _n, s, d in self.params]
+            self.slot_runs = tvm.runtime.tensor(np.zeros(CHECK_SLOTS * (1 + len(self.inputs)), np.uint32), dev)
+            state = np.zeros(state_size(len(self.inputs)), np.uint32)
+            state[0], state[2] = (seed & 0xFFFFFFFF) | 1, int.from_bytes(os.urandom(4), "little") | 1
+            self.state = tvm.runtime.tensor(state, dev)
+            self.args = list(tensors) + extra + self.slots + [self.slot_runs, self.state]
             self.mix_name = self._register_mix()
+            self.capture = _REGISTERED[self.mix_name][0]["capture"]
             self.kernel_name, self.call, _ = compiled_call(kernel, self.params, self.outputs, reuse)
             if not isinstance(reuse, Preproc):  # bind the wrapper to this kernel now (runs it once, untimed)
                 tvm.register_global_func(self.kernel_name, kernel, override=True)
@@ -233,6 +320,9 @@ class Preproc:
             fills = [array(*self.params[i][1:]) for i in self.outputs]
             self._host = (uploaded, alt, rng, fills)
             self._restore = False
+            self._given: list[np.ndarray] | None = None  # inputs of the last mixed timed run
+            self._reservoir = _Reservoir()
+            self._graph_outputs = graph_outputs
             self.mix_name = f"leka.mix.callback.{next(_KERNEL_IDS)}"
             tvm.register_global_func(self.mix_name, self._callback, override=True)
             _REGISTERED[self.mix_name] = self._callback
@@ -240,25 +330,70 @@ class Preproc:
     def _register_mix(self) -> str:
         return registered_mix(self.params, self.outputs)
 
-    def _callback(self, *tensors) -> None:
+    def _left(self) -> tuple[list, list]:
+        ins = [self.tensors[i].numpy() for i in self.inputs]
+        if self._graph_outputs is None:
+            return ins, [self.tensors[j].numpy() for j in self.outputs]
+        return ins, [o.numpy() for o in self._graph_outputs()]
+
+    def _offer(self) -> None:
+        """The callback path: the last mixed timed run, for the reservoir's draw."""
+        if self._given is not None:
+            self._reservoir.offer(self._given, self._left)
+        self._given = None
+
+    def _callback(self, *_args) -> None:
+        self._offer()
+        tensors = self.tensors
         uploaded, alt, rng, fills = self._host
-        for i, o, a in zip(self.inputs, uploaded, alt):
-            tensors[i].copyfrom(o if self._restore else mix(o, a, rng))
+        given = [o if self._restore else mix(o, a, rng) for o, a in zip(uploaded, alt)]
+        for i, x in zip(self.inputs, given):
+            tensors[i].copyfrom(x)
         for i, fill in zip(self.outputs, fills):
             tensors[i].copyfrom(fill)
+        self._given = None if self._restore else given
 
     def timer(self, number: int, final: bool = False):
-        """TVM's time_evaluator over `number` runs (one per repeat), the preproc before each; `final`: the
-        preproc restores the uploaded inputs instead of mixing (the checked run)."""
+        """TVM's time_evaluator over `number` runs (one per repeat), the preproc before each and the check of
+        the last run after them; `final`: the preproc restores the uploaded inputs instead of mixing (the
+        checked run)."""
         if final:  # the run before the checked one (time_evaluator's untimed first call) sees the alternate
             for i, a in zip(self.inputs, self.alt):
                 self.tensors[i].copyfrom(a)
         if self.cpu:
             state = self.state.numpy()
-            state[1] = 1 if final else 0
+            state[1], state[4] = (1 if final else 0), 0  # time_evaluator's first call is untimed: no check
             self.state.copyfrom(state)
             f = self.call.time_evaluator("call", self.dev, number=1, repeat=number, f_preproc=self.mix_name)
-            return f, self.args
-        self._restore = final
-        return self.module.time_evaluator(self.entry, self.dev, number=1, repeat=number,
-                                          f_preproc=self.mix_name), list(self.tensors)
+            args, after = self.args, lambda: self.capture(*self.args)
+        else:
+            self._restore, self._given = final, None
+            stateful = self._graph_outputs is not None
+            f = self.module.time_evaluator("invoke_stateful" if stateful else self.entry, self.dev, number=1,
+                                           repeat=number, f_preproc=self.mix_name)
+            args, after = ([self.entry] if stateful else list(self.tensors)), self._offer
+
+        def timed(*a):
+            res = f(*a)
+            after()  # the last run of the round is a candidate for a check too
+            return res
+        return timed, args
+
+    def checked_runs(self) -> list[dict[str, Any]]:
+        """The timed runs kept for checking: the run's number, the inputs it was given, its inputs and outputs
+        as it left them (rebuilt from the mix offsets the compiled preproc recorded)."""
+        if not self.cpu:
+            return [s for s in self._reservoir.slots if s is not None]
+        width = 1 + len(self.inputs)
+        runs = self.slot_runs.numpy().reshape(CHECK_SLOTS, width)
+        kept = [t.numpy() for t in self.slots]
+        out = []
+        for r in range(CHECK_SLOTS):
+            if runs[r, 0] == 0:
+                continue
+            left = [k[r * math.prod(s):(r + 1) * math.prod(s)].reshape(s) for k, (_n, s, _d) in zip(kept, self.params)]
+            given = [np.where(np.roll(p, -int(off)).reshape(o.shape), a, o)
+                     for p, o, a, off in zip(self.picks, self.uploaded, self.alt, runs[r, 1:])]
+            out.append({"run": int(runs[r, 0]), "inputs": given, "inputs_after": [left[i] for i in self.inputs],
+                        "outputs": [left[j] for j in self.outputs]})
+        return out
