@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import OptimizeError
+from .real_models import is_structure_only
 
 # ONNX element types -> numpy dtype names (the ones a deployable model's inputs use).
 ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
@@ -63,6 +64,9 @@ def load_model(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = Non
         raise OptimizeError(f"{path}: not an ONNX model (cannot parse it: {type(e).__name__})") from None
     if not model.graph.node:
         raise OptimizeError(f"{path}: not an ONNX model (no graph nodes; corrupt or another format)")
+    if is_structure_only(model):
+        raise OptimizeError(f"{path}: a structure-only model (weight values stripped); write a runnable copy "
+                            f"with: python -m leka.optimize.real_models OUT_DIR {p.name.split('.')[0]}")
     try:
         onnx.checker.check_model(model)
     except Exception as e:
@@ -111,9 +115,78 @@ def to_relax(loaded: LoadedModel) -> Any:
     shape_dict = {i.name: list(i.shape) for i in loaded.inputs}
     dtype_dict = {i.name: i.dtype for i in loaded.inputs}
     try:
-        return from_onnx(loaded.model, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=False)
+        model = fold_shape_arithmetic(loaded.model, shape_dict)
+        return from_onnx(model, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=False)
     except Exception as e:
         raise OptimizeError(f"{loaded.path}: TVM's ONNX frontend failed: {_first_line(e)}") from None
+
+
+# Integer outputs of these operators are shape arithmetic when their inputs are known (old converters emit
+# Shape -> Gather -> Unsqueeze -> Concat -> Reshape/Slice chains); folded, so the frontend sees constants.
+_FOLDABLE = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Slice", "Add", "Sub", "Mul", "Div", "Cast",
+             "Floor", "Ceil", "Range", "Equal", "Where", "Identity", "ConstantOfShape", "Expand", "Reshape",
+             "ReduceProd", "Neg", "Max", "Min", "Less", "Greater", "Not", "And", "Or", "Size"}
+
+
+def fold_shape_arithmetic(model: Any, shapes: dict[str, list[int]]) -> Any:
+    """A copy of `model` where every integer-valued node computable from the pinned input shapes (Shape of
+    a statically shaped tensor, arithmetic on such values and on integer constants) is a Constant. TVM's
+    frontend otherwise emits dynamic reshapes/slices of known shapes (e.g. a TorchScript-exported
+    channel split at opset 11), which legalisation rejects."""
+    import numpy as np
+    import onnx
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    g = onnx.shape_inference.infer_shapes(_with_input_shapes(model, shapes)).graph
+    static = {vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim]
+              for vi in [*g.input, *g.value_info, *g.output]
+              if vi.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)}
+    known = {t.name: numpy_helper.to_array(t) for t in g.initializer if t.data_type in _INT_TYPES}
+    opsets = {o.domain or "": o.version for o in model.opset_import}
+    nodes, folded = [], 0
+    for node in g.node:
+        value = None
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
+            value = numpy_helper.to_array(node.attribute[0].t)
+        elif node.op_type == "Shape" and node.domain in ("", "ai.onnx") and node.input[0] in static:
+            value = ReferenceEvaluator(node, opsets=opsets).run(
+                None, {node.input[0]: np.empty(static[node.input[0]], np.float32)})[0]
+            folded += 1
+        elif (node.op_type in _FOLDABLE and node.domain in ("", "ai.onnx") and len(node.output) == 1
+              and all(i in known for i in node.input if i)):
+            value = ReferenceEvaluator(node, opsets=opsets).run(None, {i: known[i] for i in node.input if i})[0]
+            folded += 1
+        if value is not None and np.asarray(value).dtype.kind in "iub":
+            known[node.output[0]] = np.asarray(value)
+            node = helper.make_node("Constant", [], [node.output[0]], name=node.name,
+                                    value=numpy_helper.from_array(np.asarray(value), node.output[0]))
+        nodes.append(node)
+    if not folded:
+        return model
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    return out
+
+
+_INT_TYPES = (6, 7, 9, 12, 13)  # int32, int64, bool, uint32, uint64
+
+
+def _with_input_shapes(model: Any, shapes: dict[str, list[int]]) -> Any:
+    """`model` with its (pinned) input shapes written into the graph inputs, for shape inference."""
+    import onnx
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for vi in out.graph.input:
+        if vi.name in shapes:
+            dims = vi.type.tensor_type.shape.dim
+            del dims[:]
+            for d in shapes[vi.name]:
+                dims.add(dim_value=int(d))
+    return out
 
 
 def _check_operators(loaded: LoadedModel) -> None:
