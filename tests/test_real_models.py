@@ -130,3 +130,20 @@ def test_a_real_torchvision_export_optimises_and_runs(tmp_path, capsys):
 def test_every_real_model_optimises_and_runs(name, tmp_path):
     manifest = _optimize_then_run(name, tmp_path, "minutes=0.5,compiles=8")
     assert any(k["decision"].startswith(("tuned", "reused")) for k in manifest["kernels"]), manifest["kernels"][:3]
+
+
+def test_a_frontend_failure_names_the_node(tmp_path):
+    """An operator the frontend has but cannot convert as used (MaxRoiPool with 4-D rois): the error names the
+    node being converted."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from leka.optimize import OptimizeError
+    from leka.optimize.importer import import_model
+
+    node = helper.make_node("MaxRoiPool", ["x", "x"], ["y"], name="roi", pooled_shape=[2, 2])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 2, 2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "r.onnx"))
+    with pytest.raises(OptimizeError, match=r"frontend failed on node 'roi' \(MaxRoiPool, output y\): .*rois"):
+        import_model(tmp_path / "r.onnx")

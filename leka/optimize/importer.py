@@ -118,7 +118,20 @@ def to_relax(loaded: LoadedModel) -> Any:
         model = fold_shape_arithmetic(loaded.model, shape_dict)
         return from_onnx(model, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=False)
     except Exception as e:
-        raise OptimizeError(f"{loaded.path}: TVM's ONNX frontend failed: {_first_line(e)}") from None
+        raise OptimizeError(f"{loaded.path}: TVM's ONNX frontend failed{_failing_node(e)}: {_first_line(e)}") from None
+
+
+def _failing_node(e: BaseException) -> str:
+    """' on node NAME (OP, output OUT)' for the ONNX node the frontend was converting when `e` was raised
+    (its node loop's local `node`, found in the traceback), '' when the failure is outside that loop."""
+    tb, node = e.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_name == "_construct_nodes" and hasattr(tb.tb_frame.f_locals.get("node"), "op_type"):
+            node = tb.tb_frame.f_locals["node"]
+        tb = tb.tb_next
+    if node is None:
+        return ""
+    return f" on node {node.name or '<unnamed>'!r} ({node.op_type}, output {node.output[0] if node.output else '?'})"
 
 
 # Integer outputs of these operators are shape arithmetic when their inputs are known (old converters emit
