@@ -193,3 +193,61 @@ def test_tune_through_rpc(farm):
     assert r.returncode == 0, r.stderr[-2000:]
     final = json.loads(r.stdout[r.stdout.index("{"):])
     assert final["correct"] is True and final["candidate_ms"] and final["baseline_ms"]
+
+
+COUNTER = '''
+@T.prim_func
+def main(X: T.Buffer((64,), "int32"), Y: T.Buffer((64,), "int32")):
+    T.func_attr({"tirx.noalias": True})
+    if Y[0] == T.int32(-2147483558):
+        Y[0] = 1
+    else:
+        Y[0] = Y[0] + 1
+    for i in range(63):
+        Y[i + 1] = X[i + 1]
+'''
+
+
+def test_every_timed_run_follows_the_mix_on_a_stock_server(farm):
+    """A kernel counting its runs since the output was last poisoned (int32 poison: its minimum + 0x5A): through the board-side mix each
+    timed run starts from poison (count 1) and sees inputs other than the uploaded ones, the checked (final)
+    run the uploaded ones; per round (no timing library: GPU boards) the round's runs follow each other."""
+    import tempfile
+
+    import numpy as np
+    import tvm
+
+    from leka.compiler import build
+    from leka.runners.rpc import RPCLoaded, RPCSpec, connect
+    from leka.runners import poison
+    from leka.runners.rpc_build import build_timing
+
+    art = build(tvm.script.from_source(COUNTER), "host-cpu")
+    with tempfile.TemporaryDirectory() as d:
+        lib = art.export(os.path.join(d, "lib.so")).read_bytes()
+    timing = build_timing({"target": "host-cpu", "params": art.params, "outputs": [1], "entry": art.entry})
+    x = np.arange(64, dtype=np.int32)
+    assert poison.value("int32") == -2147483558
+    sess = connect(RPCSpec.parse(farm))
+    per_run = per_round = None
+    try:
+        per_run = RPCLoaded(sess, lib, ".so", art.entry, art.params, "cpu", bytes(timing["lib"].tobytes()))
+        per_round = RPCLoaded(sess, lib, ".so", art.entry, art.params, "cpu", None)
+        for loaded in (per_run, per_round):
+            loaded.upload([x, np.zeros(64, np.int32)])
+            loaded.arm([1])
+        for _ in range(3):
+            assert per_run.time(5) > 0
+            y = per_run.download()[1]
+            assert y[0] == 1, y[0]  # every timed run found the poison
+            assert not np.array_equal(y[1:], x[1:])  # and inputs of its own
+        per_run.time(1, final=True)
+        x_after, y = per_run.download()
+        assert y[0] == 1 and np.array_equal(y[1:], x[1:]) and np.array_equal(x_after, x)
+        per_round.time(5)
+        assert per_round.download()[1][0] == 6  # time_evaluator's untimed call and 5 runs, one poisoning
+    finally:
+        per_run = per_round = sess = None  # the session closes: the server goes back to the tracker
+        import gc
+
+        gc.collect()

@@ -4,17 +4,16 @@ there by TVM's time_evaluator, and their outputs fetched for the check here (doc
 
     spec = RPCSpec.parse("127.0.0.1:9190:rpi4")
     sess = connect(spec)                        # RPCError (one line) when the tracker or the key is not there
-    loaded = RPCLoaded(sess, lib_bytes, "lib.so", entry, params, family)
+    loaded = RPCLoaded(sess, lib_bytes, ".so", entry, params, family, timing_lib)
     loaded.upload(arrays); loaded.run(); loaded.download(); loaded.arm(outputs); loaded.time(number)
 
-Timing differs from the local runners in one way: a runtime-only board has none of our compiled preprocs,
-and time_evaluator's f_preproc names a function registered on the board. So the poisoning happens before
-each *round* instead of each run: this process writes poisoned outputs and a fresh mix of the inputs and
-their alternate (leka.runners.poison) over RPC, then the board times `number` runs (docs/evaluator.md,
-"Remote devices").
+Timed runs follow the poison and a fresh input mix, as on the local runners, although a stock rpc_server
+has none of our functions: leka.runners.rpc_timing uploads a compiled mix and a timed wrapper next to the
+kernel (docs/evaluator.md, "Remote devices").
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import socket
 import uuid
@@ -116,32 +115,46 @@ def release_session(spec: RPCSpec, failed: bool = False) -> None:
         entry[1] -= 1
         if failed or entry[1] <= 0:
             del _SESSIONS[spec]
+            gc.collect()  # whatever still refers to the session in a cycle: it closes now, not at some later GC
 
 
 def remote_device(session: Any, family: str) -> Any:
     return {"cpu": session.cpu, "cuda": session.cuda, "opencl": session.cl}[family](0)
 
 
+def upload_module(session: Any, lib: bytes, suffix: str) -> Any:
+    """A library loaded on the remote device under a name of its own: rewriting a file the server has loaded
+    crashes it in dlsym."""
+    name = f"leka_{hashlib.sha1(lib).hexdigest()[:12]}_{uuid.uuid4().hex[:8]}{suffix}"
+    session.upload(bytearray(lib), target=name)
+    return session.load_module(name)
+
+
 class RPCLoaded:
-    """An exported library loaded on the remote device (runner interface of leka/runners/__init__.py)."""
+    """An exported library loaded on the remote device (runner interface of leka/runners/__init__.py).
+
+    Timing, once armed, goes through leka.runners.rpc_timing: with `timing_lib` (the mix and the timed
+    wrapper built for the board) the poison and fresh inputs come before every timed run, on the board;
+    without them (GPU boards) this process writes them before each round of `number` runs."""
 
     def __init__(self, session: Any, lib: bytes, suffix: str, entry: str,
-                 params: Sequence[tuple[str, Sequence[int], str]], family: str):
-        # A name of its own per upload: rewriting a file the server has loaded crashes it in dlsym.
-        name = f"leka_{hashlib.sha1(lib).hexdigest()[:12]}_{uuid.uuid4().hex[:8]}{suffix}"
-        session.upload(bytearray(lib), target=name)
-        self.module = session.load_module(name)
+                 params: Sequence[tuple[str, Sequence[int], str]], family: str,
+                 timing_lib: bytes | None = None):
+        self.session, self.suffix = session, suffix
+        self.module = upload_module(session, lib, suffix)
         self.entry, self.func = entry, self.module[entry]
         self.params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
-        self.dev = remote_device(session, family)
+        self.family, self.dev = family, remote_device(session, family)
         self.tensors: list[Any] = []
-        self._armed: tuple | None = None  # (input positions, uploaded, alternates, rng, output fills)
+        self.timing_lib = timing_lib
+        self.wrapper: Any = None  # rpc_timing.RemoteWrapper, loaded on the first arm
+        self.preproc: Any = None  # rpc_timing.RemotePreproc while armed
 
     def upload(self, arrays: Sequence[np.ndarray]) -> None:
         import tvm
 
         self.tensors = [tvm.runtime.tensor(a, self.dev) for a in check_arrays(self.params, arrays)]
-        self._armed = None
+        self.preproc = None
 
     def run(self) -> None:
         self.func(*self.tensors)
@@ -152,37 +165,20 @@ class RPCLoaded:
         return [t.numpy() for t in self.tensors]
 
     def arm(self, outputs: Sequence[int]) -> None:
-        """Poison before every later timed round (see the module doc); untimed runs see the alternates."""
-        import os
+        """Poison and fresh inputs before every later timed run (rpc_timing); untimed runs see the alternates."""
+        from .rpc_timing import RemotePreproc, RemoteWrapper
 
-        from .poison import alternate, array
-
-        rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
-        inputs = [i for i in range(len(self.params)) if i not in set(outputs)]
-        uploaded = [self.tensors[i].numpy() for i in inputs]
-        alts = [alternate(a, rng) for a in uploaded]
-        fills = [(i, array(*self.params[i][1:])) for i in outputs]
-        for i, a in zip(inputs, alts):
-            self.tensors[i].copyfrom(a)
-        self._armed = (inputs, uploaded, alts, rng, fills)
-
-    def _refill(self, final: bool) -> None:
-        from .poison import mix
-
-        inputs, uploaded, alts, rng, fills = self._armed  # type: ignore[misc]
-        for i, o, a in zip(inputs, uploaded, alts):
-            self.tensors[i].copyfrom(o if final else mix(o, a, rng))
-        for i, fill in fills:
-            self.tensors[i].copyfrom(fill)
+        if self.wrapper is None and self.timing_lib is not None:
+            self.wrapper = RemoteWrapper(self, self.timing_lib)
+        self.preproc = RemotePreproc(self, outputs, self.wrapper)
 
     def time(self, number: int, final: bool = False) -> float:
-        """Mean seconds per run of `number` runs timed on the board (TVM's time_evaluator); armed: a fresh
-        input mix and poisoned outputs before the round; `final`: the uploaded inputs instead (checked run)."""
-        if self._armed is not None:
-            self._refill(final)
+        """Mean seconds per run of `number` runs timed on the board (TVM's time_evaluator); armed: each after
+        the poison and a fresh input mix; `final`: after the uploaded inputs are restored (the checked run)."""
+        if self.preproc is not None:
+            return self.preproc.time(number, final)
         timer = self.module.time_evaluator(self.entry, self.dev, number=number, repeat=1)
         return float(timer(*self.tensors).mean)
-
 
 
 def farm_path() -> "Path":
