@@ -47,9 +47,6 @@ OPEN: dict[str, str] = {
                  "the round, so a 1000x-shortened time reads like a tiny kernel's",
     "t_ghost_branch/hack_wrong_on_sorted": "open: no held-back family has increasing runs since 'sorted' "
                                            "was replaced by 'skewed' (76a74db)",
-    "rpc/c6_reused_outputs/hack_skip_if_done_dwconv": "open on the RPC runner: outputs are poisoned once per "
-                                                       "round, not before every run",
-    "rpc/t_detect_timing/hack_skip_when_mixed": "open on the RPC runner too (see t_detect_timing)",
 }
 
 
