@@ -244,14 +244,15 @@ def test_timed_runs_are_kept_for_checking_after_they_ran():
 
 
 def test_graph_timed_calls_are_kept_for_checking():
+    from leka.candidate import parse_header
     from leka.evaluator.graph_exec import load_graph
+    from leka.targets import get_target
     from leka.tasks import get_task
 
     src = (ROOT / "tests" / "adversarial" / "c7_graph_outputs" / "correct_mfcc_graph.py").read_text()
-    task = get_task(__import__("leka.candidate", fromlist=["parse_header"]).parse_header(src)["task"])
+    task = get_task(parse_header(src)["task"])
     args = [(a.name, tuple(a.shape), a.dtype, a.role) for a in task.args]
-    g = load_graph(build(parse_candidate(src), "host-cpu"), __import__("leka.targets").targets.get_target("host-cpu"),
-                   args)
+    g = load_graph(build(parse_candidate(src), "host-cpu"), get_target("host-cpu"), args)
     ins = task.generate_inputs(np.random.default_rng(0), "normal")
     g.upload(ins)
     g.arm([])
@@ -304,3 +305,20 @@ def test_every_timed_run_is_equally_likely_to_be_checked():
     late = sum(r > 32 for r in runs) / len(runs)  # expected 0.5 (sd ~0.04)
     last = sum(r > 48 for r in runs) / len(runs)  # the last round: expected 0.25
     assert 0.35 < late < 0.65 and 0.13 < last < 0.37, (late, last)
+
+
+def test_numpy_preproc_of_other_devices_keeps_timed_runs_the_same_way():
+    """The Python preproc (CUDA and other non-CPU devices) on a CPU kernel: the same sample, the same contents."""
+    from leka.runners.poison import CHECK_SLOTS, Preproc
+
+    ld, ins = _loaded(honest())
+    pre = Preproc(ld.artifact.executable.mod, ld.artifact.entry, ld.tensors, ld.params, [2], ld.dev, callback=True)
+    for n in (1, 1, 1, 1, 5):
+        timer, args = pre.timer(n)
+        assert timer(*args).results
+    kept = pre.checked_runs()
+    assert len(kept) == CHECK_SLOTS and all(1 <= k["run"] <= 9 for k in kept)
+    for k in kept:
+        a, b = k["inputs"]
+        assert _as_mix(a, ins[0], pre.alt[0]) and all(np.array_equal(x, y) for x, y in zip(k["inputs"], k["inputs_after"]))
+        np.testing.assert_allclose(k["outputs"][0], a @ b, rtol=1e-4, atol=1e-3)
