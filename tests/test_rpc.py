@@ -211,7 +211,7 @@ def main(X: T.Buffer((64,), "int32"), Y: T.Buffer((64,), "int32")):
 def test_every_timed_run_follows_the_mix_on_a_stock_server(farm):
     """A kernel counting its runs since the output was last poisoned (int32 poison: its minimum + 0x5A): through the board-side mix each
     timed run starts from poison (count 1) and sees inputs other than the uploaded ones, the checked (final)
-    run the uploaded ones; per round (no timing library: GPU boards) the round's runs follow each other."""
+    run the uploaded ones, and the timed runs the mix kept come back with the inputs they were given; per round (no timing library: GPU boards) the round's runs follow each other."""
     import tempfile
 
     import numpy as np
@@ -244,6 +244,12 @@ def test_every_timed_run_follows_the_mix_on_a_stock_server(farm):
         per_run.time(1, final=True)
         x_after, y = per_run.download()
         assert y[0] == 1 and np.array_equal(y[1:], x[1:]) and np.array_equal(x_after, x)
+        kept = per_run.preproc.checked_runs()  # timed runs the board-side mix kept; their inputs rebuilt here
+        assert kept and all(1 <= k["run"] <= 15 for k in kept)
+        for k in kept:
+            (given,), (left,), (out,) = k["inputs"], k["inputs_after"], k["outputs"]
+            assert np.array_equal(given, left) and out[0] == 1 and np.array_equal(out[1:], given[1:])
+            assert not np.array_equal(given, x)
         per_round.time(5)
         assert per_round.download()[1][0] == 6  # time_evaluator's untimed call and 5 runs, one poisoning
     finally:
