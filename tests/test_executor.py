@@ -1,9 +1,11 @@
 """The executor interface without Ray: the local executor through the fan-out driver stores every missing
 sample once, with where it ran; the progress prints one plain line per sample when piped; a bad executor
 name is a one-line error."""
+import io
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from leka.bench.store import ResultStore
 from leka.errors import LekaError
@@ -43,3 +45,43 @@ def test_local_fanout_stores_each_missing_sample_once(tmp_path, capsys):
 def test_unknown_executor_is_an_error():
     with pytest.raises(LekaError, match="executors are local, ray"):
         get_executor("dask")
+
+
+def _square_or_fail(x: int, ctx) -> int:
+    ctx.put((ctx.key, "msg", f"squaring {x}"))
+    if x < 0:
+        raise ValueError("negative")
+    return x * x
+
+
+def test_local_jobs_report_where_events_and_a_failing_job_alone():
+    from leka.executors.base import PLACED, Job
+
+    events = []
+    ex = get_executor("local")
+    done = list(ex.run_jobs(_square_or_fail, [Job("a", 3), Job("b", -1), Job("c", 4)],
+                            lambda *e: events.append(e)))
+    assert [(d.job.key, d.value, d.error) for d in done] == [("a", 9, None), ("b", None, "ValueError: negative"),
+                                                             ("c", 16, None)]
+    assert [(k, kind) for k, kind, _ in events] == [(k, kind) for k in "abc" for kind in (PLACED, "msg")]
+    assert all(d.where["executor"] == "local" for d in done)
+
+
+def test_progress_counts_running_per_node(capsys):
+    from leka.executors.base import PLACED, SampleOutcome, SampleSpec
+
+    specs = [SampleSpec("r", "t", i, "m", "host-cpu") for i in range(3)]
+    on = [{"executor": "ray", "host": h, "node": n} for h, n in (("h1", "n1"), ("h2", "n2"), ("h1", "n1"))]
+    with FanoutProgress(3, 0, live=False) as prog:
+        for s, w in zip(specs, on):
+            prog.event(s.job_key(), PLACED, w)
+        assert prog.running_on == {"h1 (n1)": 2, "h2 (n2)": 1} and (prog.running(), prog.queued()) == (3, 0)
+        prog.update(SampleOutcome(specs[0], {"where": on[0], "failure": None}))
+        assert prog.running_on == {"h1 (n1)": 1, "h2 (n2)": 1} and prog.done == {"h1 (n1)": 1}
+        console = Console(width=100, file=io.StringIO(), record=True)
+        console.print(prog.table())
+    text = console.export_text()
+    table = [ln.split() for ln in text.splitlines()]
+    assert "1/3 samples (0 stored before), 2 running, 0 queued" in " ".join(text.split())
+    assert ["│", "h1", "(n1)", "│", "1", "│", "1", "│", "0", "│"] in table  # node, running, done, failed
+    assert "(running: h1 (n1) 1, h2 (n2) 1)" in capsys.readouterr().err

@@ -192,6 +192,7 @@ def test_full_ablation_config_offline(tmp_path, monkeypatch):
 def test_killed_experiment_resumes_without_repeats(tmp_path, monkeypatch):
     """SIGKILL mid-run, then --resume: every (task, sample) once, and no model call asked twice (a reply
     that came back before the kill is served by the response cache)."""
+    import contextlib
     import os
     import signal
     import sqlite3
@@ -209,7 +210,7 @@ def test_killed_experiment_resumes_without_repeats(tmp_path, monkeypatch):
         deadline = time.time() + 240
         while time.time() < deadline and proc.poll() is None:
             if store.is_file():
-                with sqlite3.connect(store) as db:
+                with sqlite3.connect(store) as db, contextlib.suppress(sqlite3.OperationalError):  # tables not yet
                     if db.execute("SELECT COUNT(*) FROM samples").fetchone()[0] >= 1:
                         break
             time.sleep(0.2)

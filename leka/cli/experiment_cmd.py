@@ -1,9 +1,12 @@
-"""`leka experiment run CONFIG [--resume] [--llm PROVIDER:MODEL --base-url URL]`: run a declarative
-experiment (experiments/configs/*.toml) into the results store and write its tables and report."""
+"""`leka experiment run CONFIG [--resume] [--llm PROVIDER:MODEL --base-url URL] [--executor ray --ray-address
+ADDR]`: run a declarative experiment (experiments/configs/*.toml) into the results store and write its tables
+and report."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from leka.executors.cli import add_executor_flags
 
 
 def register(sub) -> None:
@@ -18,6 +21,8 @@ def register(sub) -> None:
     q.add_argument("--base-url", help="server URL for --llm (OpenAI-compatible or proxy)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.add_argument("--out", help="report folder (default experiments/results/NAME)")
+    add_executor_flags(q, rpc=False, unit="(method, task, sample); all of the table's at once",
+                       local="one sample after another here")
     q.set_defaults(func=cmd_run)
 
 
@@ -31,8 +36,16 @@ def cmd_run(args) -> int:
         from leka.errors import LekaError
 
         raise LekaError("--base-url needs --llm PROVIDER:MODEL")
+    from leka.executors.cli import executor_from_args
+
     store = ResultStore(args.store)
-    result = run_experiment(cfg, store, resume=args.resume, llm=args.llm, base_url=args.base_url)
+    executor = executor_from_args(args)
+    try:
+        result = run_experiment(cfg, store, resume=args.resume, llm=args.llm, base_url=args.base_url,
+                                executor=executor)
+    finally:
+        if executor is not None:
+            executor.close()
     out = Path(args.out) if args.out else Path("experiments") / "results" / cfg.name
     paths = write_experiment_report(cfg, store, result, out)
     print(paths["md"].read_text())

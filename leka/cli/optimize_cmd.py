@@ -1,6 +1,8 @@
 """`leka optimize MODEL.onnx --target T -o OUT`: a whole model in, a faster verified deployable artifact out."""
 from __future__ import annotations
 
+from leka.executors.cli import add_executor_flags
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -16,6 +18,7 @@ def register(sub) -> None:
                "  leka optimize kws.onnx --target host-cpu -o kws.leka --budget minutes=5\n"
                "  leka optimize resnet.onnx --shape input=1x3x224x224 --jobs 2\n"
                "  leka optimize kws.onnx --target cuda -o kws-cuda.leka   # build-only here; run on the GPU box\n"
+               "  leka optimize kws.onnx --executor ray --ray-address HEAD:6379   # kernels on a Ray cluster\n"
                "  leka run kws.leka --inputs in.npz --outputs out.npz\n"
                "Exit status: 0 written, 1 the optimised build disagrees with ONNX Runtime (nothing written), "
                "2 bad input. Docs: docs/optimize.md",
@@ -45,18 +48,30 @@ def register(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--rpc", metavar="HOST:PORT:KEY",
                    help="measure the kernels on a remote device through a TVM RPC tracker (docs/targets.md)")
+    add_executor_flags(p, rpc=False, unit="kernel", local="--jobs worker processes here")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    from leka.executors.cli import executor_from_args
     from leka.optimize.pipeline import OptimizeOptions, optimize
     from leka.optimize.report import LATENCY_HEAD, latency_rows, summary_lines
 
-    opts = OptimizeOptions(model=args.model, target=args.target, out=args.out, shapes=list(args.shape),
-                           budget=args.budget, method=args.method, llm=args.llm, base_url=args.base_url,
-                           jobs=args.jobs, db=args.db, resume=args.resume, time_s=args.time, quiet=args.quiet,
-                           rpc=args.rpc)
-    manifest = optimize(opts)
+    if args.executor != "local" and args.jobs != 1:
+        from leka.errors import LekaError
+
+        raise LekaError(f"--jobs is for the local executor; with --executor {args.executor} the cluster's nodes "
+                        "set how many kernels run at once")
+    executor = executor_from_args(args)
+    try:
+        opts = OptimizeOptions(model=args.model, target=args.target, out=args.out, shapes=list(args.shape),
+                               budget=args.budget, method=args.method, llm=args.llm, base_url=args.base_url,
+                               jobs=args.jobs, db=args.db, resume=args.resume, time_s=args.time, quiet=args.quiet,
+                               rpc=args.rpc, executor=executor)
+        manifest = optimize(opts)
+    finally:
+        if executor is not None:
+            executor.close()
     from leka.optimize.pipeline import default_out
 
     out = args.out or default_out(args.model)

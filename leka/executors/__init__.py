@@ -1,5 +1,6 @@
-"""Executors: where the work that fans out (benchmark samples) runs — `local` (this process, one isolated
-evaluator worker, the default) or `ray` (one Ray task per sample on a Ray cluster). See base.py."""
-from .base import EXECUTORS, Executor, SampleOutcome, SampleSpec, get_executor
+"""Executors: where the work that fans out runs — `local` (this process, the default) or `ray` (one Ray task per
+job on a Ray cluster). A job is a module-level function and plain data: a benchmark sample (bench run, the cells
+of experiment run) or a kernel of `leka optimize` (tuning.py). See base.py."""
+from .base import EXECUTORS, Executor, Job, JobDone, SampleOutcome, SampleSpec, get_executor
 
-__all__ = ["EXECUTORS", "Executor", "SampleOutcome", "SampleSpec", "get_executor"]
+__all__ = ["EXECUTORS", "Executor", "Job", "JobDone", "SampleOutcome", "SampleSpec", "get_executor"]

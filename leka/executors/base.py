@@ -1,20 +1,57 @@
-"""The executor interface: submit sample specs, get their outcomes back as they finish.
+"""The executor interface: submit jobs, get their outcomes back as they finish.
 
-A `SampleSpec` is plain data (task id, method, target, evaluation settings) so it can travel to another
-process or node; a `SampleOutcome` is the finished attempt as plain dict records, written to the store by
-the driver only (leka/executors/fanout.py). `run_sample` is the one implementation of "one attempt": the
-local executor calls it in this process, the Ray executor inside a Ray task.
+A job is a module-level function and a plain-data payload (so it can travel to another process or node),
+`fn(payload, ctx)`; `ctx` knows where the job runs and forwards the job's progress events to the driver. Three
+kinds of work fan out through it: benchmark samples (`SampleSpec`, run by `sample_job`; a `SampleOutcome` holds
+the finished attempt as plain dict records), the kernels of `leka optimize` (leka/optimize/tune.py, `run_job`)
+and the cells of `leka experiment run`. The driver alone writes the stores (leka/executors/fanout.py).
+`run_sample` is the one implementation of "one attempt": the local executor calls it in this process, the Ray
+executor inside a Ray task.
 """
 from __future__ import annotations
 
 import os
 import socket
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from leka.errors import LekaError
 
 EXECUTORS = ("local", "ray")
+PLACED = "placed"  # the event an executor sends as a job starts on a node: payload = where(...)
+
+EventSink = Callable[[str, str, Any], None]  # (job key, kind, payload), called in the driver
+
+
+@dataclass(frozen=True)
+class Job:
+    key: str  # unique within one run_jobs call
+    payload: Any  # picklable argument of the job function
+    timed: bool = True  # takes timed measurements here: one such job per node at a time
+    gpu: bool = False  # needs a GPU of the node it runs on
+
+
+@dataclass
+class JobDone:
+    job: Job
+    value: Any = None
+    error: str | None = None  # the job raised, or its worker or node died
+    where: dict[str, Any] | None = None
+
+
+class JobContext:
+    """What a running job sees: where it runs, and `put((key, kind, payload))` to send a progress event to the
+    driver (the shape of a multiprocessing queue's put, so job functions take either)."""
+
+    def __init__(self, key: str, placed: dict[str, Any], send: Callable[[tuple], None] | None) -> None:
+        self.key, self.where, self._send = key, placed, send
+
+    def put(self, item: tuple, *_: Any, **__: Any) -> None:
+        if self._send is not None:
+            self._send(item)
+
+
+JobFn = Callable[[Any, JobContext], Any]
 
 
 @dataclass(frozen=True)
@@ -33,8 +70,15 @@ class SampleSpec:
     def key(self) -> tuple[str, str, int]:
         return (self.task_id, self.method, self.sample_idx)
 
+    def job_key(self) -> str:
+        return f"{self.run_id}/{self.task_id}/{self.method}/{self.sample_idx}"
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "SampleSpec":
+        return cls(**{**d, "task_paths": tuple(d.get("task_paths") or ())})
 
 
 @dataclass
@@ -48,8 +92,12 @@ class SampleOutcome:
 class Executor(Protocol):
     name: str
 
-    def run(self, specs: Iterable[SampleSpec]) -> Iterator[SampleOutcome]:
-        """Every spec's outcome, in the order they finish."""
+    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Iterator[JobDone]:
+        """Every job's outcome, in the order they finish; on_event gets PLACED and the jobs' own events."""
+        ...
+
+    def run(self, specs: Iterable[SampleSpec], on_event: EventSink | None = None) -> Iterator[SampleOutcome]:
+        """Every sample's outcome, in the order they finish (run_samples)."""
         ...
 
     def close(self) -> None: ...
@@ -92,6 +140,76 @@ def run_sample(spec: SampleSpec, evaluator: Any, placed: dict[str, Any]) -> Samp
         rec, inter = failed_record(task, target, spec.method, spec.sample_idx, err[:2000], None), []
     rec["where"] = {**placed, "device": f"rpc {spec.rpc}"} if spec.rpc else placed
     return SampleOutcome(spec, rec, inter)
+
+
+class EvaluatorCache:
+    """One evaluator per process, kept while the target and evaluation settings stay the same (a worker start
+    costs a TVM import)."""
+
+    def __init__(self) -> None:
+        self._ev: Any = None
+        self._ev_key: tuple | None = None
+
+    def get(self, spec: SampleSpec) -> Any:
+        key = (repr(spec.target_spec), spec.trials, spec.measure, spec.rpc)
+        if key != self._ev_key:
+            self.close()
+            self._ev = make_evaluator(spec).__enter__()
+            self._ev_key = key
+        return self._ev
+
+    def close(self) -> None:
+        if self._ev is not None:
+            self._ev.close()
+        self._ev, self._ev_key = None, None
+
+
+EVALUATORS = EvaluatorCache()  # this process's: the local executor's, or a Ray worker process's
+
+
+def sample_job(spec_json: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
+    """The job of one benchmark sample. A board's session (--rpc) is not held between the tasks of a Ray
+    worker: other workers queue for that board."""
+    spec = SampleSpec.from_json(spec_json)
+    if spec.rpc and ctx.where.get("executor") != "local":
+        with make_evaluator(spec) as ev:
+            out = run_sample(spec, ev, ctx.where)
+    else:
+        out = run_sample(spec, EVALUATORS.get(spec), ctx.where)
+    return {"record": out.record, "candidates": out.candidates, "not_applicable": out.not_applicable}
+
+
+def needs_gpu(target_spec: Any) -> bool:
+    from leka.targets import get_target
+
+    return get_target(target_spec).family == "cuda"
+
+
+def run_samples(executor: Executor, specs: Iterable[SampleSpec],
+                on_event: EventSink | None = None) -> Iterator[SampleOutcome]:
+    """Samples as jobs of `executor`: a measured sample on this side's device is a timed job; a sample whose
+    job died is a failed record made here."""
+    by_key = {s.job_key(): s for s in specs}
+    jobs = [Job(k, s.to_json(), timed=s.measure and not s.rpc, gpu=not s.rpc and needs_gpu(s.target_spec))
+            for k, s in by_key.items()]
+    for d in executor.run_jobs(sample_job, jobs, on_event):
+        spec = by_key[d.job.key]
+        if d.error is not None:
+            yield crashed_outcome(spec, d.error, executor.name)
+        else:
+            yield SampleOutcome(spec, d.value["record"], d.value["candidates"], d.value["not_applicable"])
+
+
+def crashed_outcome(spec: SampleSpec, error: str, executor: str) -> SampleOutcome:
+    """A sample whose job died before it answered: a failed record, made here."""
+    from leka.bench.runner import failed_record
+    from leka.targets import get_target
+    from leka.tasks import get_task
+
+    rec = failed_record(get_task(spec.task_id), get_target(spec.target_spec), spec.method, spec.sample_idx,
+                        error, None)
+    rec["where"] = {"executor": executor, "node": None}
+    return SampleOutcome(spec, rec)
 
 
 def make_evaluator(spec: SampleSpec) -> Any:

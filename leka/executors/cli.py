@@ -1,4 +1,5 @@
-"""The --executor / --ray-address / --rpc plumbing shared by the CLI modules that fan work out."""
+"""The --executor / --ray-address / --rpc plumbing shared by the CLI modules that fan work out (bench run,
+optimize, experiment run)."""
 from __future__ import annotations
 
 import sys
@@ -10,14 +11,27 @@ from .fanout import run_fanout
 from .progress import FanoutProgress, where_summary
 
 
-def add_executor_flags(p: Any, rpc_only: bool = False) -> None:
+def add_executor_flags(p: Any, rpc_only: bool = False, rpc: bool = True, unit: str = "sample",
+                       local: str = "this machine") -> None:
     if not rpc_only:
         p.add_argument("--executor", choices=EXECUTORS, default="local",
-                       help="where samples run: local (default) or ray (one Ray task per sample)")
+                       help=f"where the work runs: local (default: {local}) or ray (one Ray task per {unit}; "
+                            "docs/targets.md)")
         p.add_argument("--ray-address", metavar="ADDR",
                        help="join this Ray cluster (default: start a local Ray instance for the run)")
-    p.add_argument("--rpc", metavar="HOST:PORT:KEY",
-                   help="run and time on a remote device through a TVM RPC tracker (docs/targets.md)")
+    if rpc:
+        p.add_argument("--rpc", metavar="HOST:PORT:KEY",
+                       help="run and time on a remote device through a TVM RPC tracker (docs/targets.md)")
+
+
+def executor_from_args(args: Any) -> Any:
+    """The executor the flags name, or None for the command's own local path; --ray-address needs --executor
+    ray (a one-line error, not a silently local run)."""
+    from leka.errors import LekaError
+
+    if args.ray_address and args.executor != "ray":
+        raise LekaError("--ray-address needs --executor ray")
+    return None if args.executor == "local" else get_executor(args.executor, address=args.ray_address)
 
 
 def run_on_executor(args: Any, store: Any, run_id: str, tasks: Sequence[Any], method: Any, samples: int,
@@ -29,7 +43,7 @@ def run_on_executor(args: Any, store: Any, run_id: str, tasks: Sequence[Any], me
         if cfg.get("budget"):
             raise LekaError("--executor ray takes no --budget: a budget is one accountant, and Ray samples run "
                             "apart")
-        ex = get_executor(args.executor, address=args.ray_address)
+        ex = executor_from_args(args)
     except LekaError as e:  # the run is not left "started"
         store.add_event(run_id, "failed", {"error": str(e)[:500]})
         raise
@@ -37,6 +51,7 @@ def run_on_executor(args: Any, store: Any, run_id: str, tasks: Sequence[Any], me
     try:
         with FanoutProgress(total, len(store.finished_keys(run_id)), quiet=args.quiet) as prog:
             return run_fanout(store, run_id, tasks, method, samples, ex, options, on_outcome=prog.update,
+                              on_event=prog.event,
                               target_spec=cfg["target_spec"], trials=cfg["trials"], measure=cfg["measure"],
                               task_paths=tuple(str(Path(p).resolve()) for p in cfg.get("task_paths") or ()),
                               rpc=cfg.get("rpc"))

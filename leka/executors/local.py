@@ -1,36 +1,37 @@
-"""The local executor: samples one after another in this process, judged by one isolated evaluator worker
-(kept across samples of the same target and evaluation settings)."""
+"""The local executor: jobs one after another in this process (a benchmark sample is judged by this process's
+isolated evaluator worker, kept across samples of the same target and evaluation settings)."""
 from __future__ import annotations
 
 import atexit
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
-from .base import SampleOutcome, SampleSpec, make_evaluator, run_sample, where
+from .base import (EVALUATORS, PLACED, EventSink, Job, JobContext, JobDone, JobFn, SampleOutcome, SampleSpec,
+                   run_samples, where)
 
 
 class LocalExecutor:
     name = "local"
 
     def __init__(self) -> None:
-        self._ev: Any = None
-        self._ev_key: tuple | None = None
         atexit.register(self.close)
 
-    def evaluator(self, spec: SampleSpec) -> Any:
-        """The evaluator for spec's target and settings: kept while they stay the same (closed at exit)."""
-        key = (repr(spec.target_spec), spec.trials, spec.measure, spec.rpc)
-        if key != self._ev_key:
-            self.close()
-            self._ev = make_evaluator(spec).__enter__()
-            self._ev_key = key
-        return self._ev
-
-    def run(self, specs: Iterable[SampleSpec]) -> Iterator[SampleOutcome]:
+    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Iterator[JobDone]:
         placed = where(self.name)
-        for spec in specs:
-            yield run_sample(spec, self.evaluator(spec), placed)
+        send = (lambda item: on_event(*item)) if on_event is not None else None
+        for job in jobs:
+            if on_event is not None:
+                on_event(job.key, PLACED, placed)
+            try:
+                value = fn(job.payload, JobContext(job.key, placed, send))
+            except Exception as e:  # noqa: BLE001 - a job that raises fails alone, as a Ray task would
+                from leka.evaluator.worker import one_line
+
+                yield JobDone(job, error=one_line(e), where=placed)
+                continue
+            yield JobDone(job, value, where=placed)
+
+    def run(self, specs: Iterable[SampleSpec], on_event: EventSink | None = None) -> Iterator[SampleOutcome]:
+        return run_samples(self, specs, on_event)
 
     def close(self) -> None:
-        if self._ev is not None:
-            self._ev.close()
-        self._ev, self._ev_key = None, None
+        EVALUATORS.close()

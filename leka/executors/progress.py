@@ -1,12 +1,13 @@
-"""Progress of a fanned-out run: done / running / failed per node, a rich live table on a terminal and
-one plain line per finished sample when piped."""
+"""Progress of a fanned-out run: running / done / failed per node, a rich live table on a terminal and
+one plain line per finished sample when piped. Running counts come from the executor's PLACED events (a job
+has started on a node), so queued samples are not counted as running anywhere."""
 from __future__ import annotations
 
 import sys
 from collections import Counter
 from typing import Any
 
-from .base import SampleOutcome
+from .base import PLACED, SampleOutcome
 
 
 def node_label(where: dict[str, Any] | None) -> str:
@@ -24,6 +25,8 @@ class FanoutProgress:
         self.done: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
         self.skipped = 0
+        self.running_on: Counter[str] = Counter()
+        self._placed: dict[str, str] = {}  # job key -> node, while it runs
         self._live: Any = None
 
     @property
@@ -31,18 +34,38 @@ class FanoutProgress:
         return self.already + sum(self.done.values()) + sum(self.failed.values()) + self.skipped
 
     def running(self) -> int:
-        return max(0, self.total - self.finished)
+        return sum(self.running_on.values())
+
+    def queued(self) -> int:
+        return max(0, self.total - self.finished - self.running())
 
     def table(self) -> Any:
         from rich.table import Table
 
         t = Table(title=f"{self.finished}/{self.total} samples ({self.already} stored before), "
-                        f"{self.running()} queued or running")
-        for col in ("node", "done", "failed"):
+                        f"{self.running()} running, {self.queued()} queued")
+        for col in ("node", "running", "done", "failed"):
             t.add_column(col, justify="left" if col == "node" else "right")
-        for node in sorted(set(self.done) | set(self.failed)):
-            t.add_row(node, str(self.done[node]), str(self.failed[node]))
+        for node in sorted(set(self.done) | set(self.failed) | set(self.running_on)):
+            t.add_row(node, str(self.running_on[node]), str(self.done[node]), str(self.failed[node]))
         return t
+
+    def event(self, key: str, kind: str, payload: Any) -> None:
+        """An executor's event: PLACED (payload: where the job started) counts it as running on that node."""
+        if kind != PLACED:
+            return
+        node = node_label(payload)
+        self._placed[key] = node
+        self.running_on[node] += 1
+        if self._live is not None:
+            self._live.update(self.table())
+
+    def _ended(self, o: SampleOutcome) -> None:
+        node = self._placed.pop(o.spec.job_key(), None)
+        if node is not None:
+            self.running_on[node] -= 1
+            if not self.running_on[node]:
+                del self.running_on[node]
 
     def __enter__(self) -> "FanoutProgress":
         if not self.quiet and self.live:
@@ -54,6 +77,7 @@ class FanoutProgress:
         return self
 
     def update(self, o: SampleOutcome) -> None:
+        self._ended(o)
         if o.not_applicable is not None:
             self.skipped += 1
             return
@@ -64,7 +88,9 @@ class FanoutProgress:
             self._live.update(self.table())
         elif not self.quiet:
             state = "ok" if ok else f"failed ({o.record.get('failure')})"
-            print(f"[{self.finished}/{self.total}] {o.spec.task_id} #{o.spec.sample_idx} on {node}: {state}",
+            now = ", ".join(f"{n} {c}" for n, c in sorted(self.running_on.items()))
+            print(f"[{self.finished}/{self.total}] {o.spec.task_id} #{o.spec.sample_idx} on {node}: {state}"
+                  + (f" (running: {now})" if now else ""),
                   file=sys.stderr, flush=True)
 
     def __exit__(self, *exc: Any) -> None:

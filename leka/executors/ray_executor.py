@@ -1,7 +1,8 @@
-"""The Ray executor: one Ray task per benchmark sample, results streamed back as they finish.
+"""The Ray executor: one Ray task per job (a benchmark sample, a kernel of `leka optimize`), outcomes streamed
+back as they finish, progress events through a Ray queue (ray.util.queue) drained by the driver.
 
-Resources of each task: one CPU; `num_gpus=1` when the target needs a GPU here; and one unit of the custom
-resource `leka_timing`, which every node offers once (`ray start --resources '{"leka_timing": 1}'`), so a
+Resources of each task: one CPU; `num_gpus=1` when the job needs a GPU; and, for a timed job, one unit of the
+custom resource `leka_timing`, which every node offers once (`ray start --resources '{"leka_timing": 1}'`), so a
 node runs at most one timed measurement at a time and neighbours never disturb a timing. Samples whose device
 is remote (`--rpc`) or that are not timed (`--no-measure`) do not ask for it. Without an address a local Ray
 instance is started (light: 2 CPUs, no dashboard) and shut down at close().
@@ -9,14 +10,14 @@ instance is started (light: 2 CPUs, no dashboard) and shut down at close().
 from __future__ import annotations
 
 import os
+import queue as queue_mod
 import socket
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from leka.errors import LekaError
 
-from .base import SampleOutcome, SampleSpec, make_evaluator, run_sample, where
-from .local import LocalExecutor
+from .base import PLACED, EventSink, Job, JobContext, JobDone, JobFn, SampleOutcome, SampleSpec, run_samples, where
 
 TIMING_RESOURCE = "leka_timing"
 _REPO = str(Path(__file__).resolve().parents[2])  # so Ray workers of a local instance import this leka
@@ -26,31 +27,19 @@ class RayExecutorError(LekaError):
     pass
 
 
-_EVALUATOR = LocalExecutor()  # per Ray worker process: its evaluator worker is kept across the tasks it runs
-
-
-def _ray_sample(spec_json: dict[str, Any]) -> dict[str, Any]:
-    """Body of one Ray task: the attempt, judged by this Ray worker process's evaluator (started by its first
-    task, as the local executor keeps one: a worker start costs a TVM import)."""
+def _ray_job(fn: JobFn, payload: Any, key: str, events: Any) -> dict[str, Any]:
+    """Body of one Ray task: says where it runs, then runs the job (in the Ray worker process, whose evaluator
+    is kept across the tasks it runs: leka.executors.base.EVALUATORS)."""
     import ray
 
-    spec = SampleSpec(**{**spec_json, "task_paths": tuple(spec_json.get("task_paths") or ())})
     # Ray runs tasks in its session folder under /tmp, which the evaluator's sandbox covers with its own tmpfs.
     if os.getcwd().startswith("/tmp"):
         os.chdir(_REPO if os.path.isdir(_REPO) else "/")
     placed = where("ray", ray.get_runtime_context().get_node_id())
-    if spec.rpc:  # a board's session is not held between tasks: other workers queue for that board
-        with make_evaluator(spec) as ev:
-            out = run_sample(spec, ev, placed)
-    else:
-        out = run_sample(spec, _EVALUATOR.evaluator(spec), placed)
-    return {"record": out.record, "candidates": out.candidates, "not_applicable": out.not_applicable}
-
-
-def needs_gpu(target_spec: Any) -> bool:
-    from leka.targets import get_target
-
-    return get_target(target_spec).family == "cuda"
+    send = events.put if events is not None else None
+    ctx = JobContext(key, placed, send)
+    ctx.put((key, PLACED, placed))
+    return {"value": fn(payload, ctx), "where": placed}
 
 
 def _check_reachable(address: str) -> None:
@@ -79,7 +68,8 @@ class RayExecutor:
         if ray.is_initialized():
             self.started_here = False
         elif address is None:
-            ray.init(num_cpus=num_cpus, resources={TIMING_RESOURCE: 1}, include_dashboard=False,
+            # address="local": a new instance even where `ray start` left a cluster behind (ray.init() would join it)
+            ray.init(address="local", num_cpus=num_cpus, resources={TIMING_RESOURCE: 1}, include_dashboard=False,
                      log_to_driver=False, object_store_memory=256 << 20, configure_logging=False,
                      runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(
                          p for p in (_REPO, os.environ.get("PYTHONPATH")) if p)}})
@@ -90,11 +80,11 @@ class RayExecutor:
                 raise RayExecutorError(f"--ray-address {address}: {str(e).strip().splitlines()[0]}") from None
         self.nodes = {n["NodeID"]: n.get("NodeManagerHostname", "?") for n in ray.nodes() if n.get("Alive")}
 
-    def _options(self, spec: SampleSpec) -> dict[str, Any]:
+    def _options(self, job: Job) -> dict[str, Any]:
         opts: dict[str, Any] = {"num_cpus": 1, "max_retries": 0}
-        if not spec.rpc and needs_gpu(spec.target_spec):
+        if job.gpu:
             opts["num_gpus"] = 1
-        if spec.measure and not spec.rpc:
+        if job.timed:
             total = self._ray.cluster_resources().get(TIMING_RESOURCE, 0)
             if total < 1:
                 raise RayExecutorError(f"no node of the Ray cluster offers the resource {TIMING_RESOURCE!r}: start "
@@ -102,35 +92,48 @@ class RayExecutor:
             opts["resources"] = {TIMING_RESOURCE: 1}
         return opts
 
-    def run(self, specs: Iterable[SampleSpec]) -> Iterator[SampleOutcome]:
+    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Iterator[JobDone]:
         ray = self._ray
-        remote = ray.remote(_ray_sample)
-        pending = {remote.options(**self._options(s)).remote(s.to_json()): s for s in specs}
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            spec = pending.pop(done[0])
-            try:
-                d = ray.get(done[0])
-            except Exception as e:  # noqa: BLE001 - a lost node or dead worker fails this sample only
-                from leka.evaluator.worker import one_line
+        remote = ray.remote(_ray_job)
+        events = None
+        if on_event is not None:
+            from ray.util.queue import Queue
 
-                yield crashed_outcome(spec, f"ray task failed: {one_line(e)}")
-                continue
-            yield SampleOutcome(spec, d["record"], d["candidates"], d["not_applicable"])
+            events = Queue(actor_options={"num_cpus": 0})
+        pending = {remote.options(**self._options(j)).remote(fn, j.payload, j.key, events): j for j in jobs}
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
+                _drain(events, on_event)
+                for ref in done:
+                    yield self._outcome(ref, pending.pop(ref))
+        finally:
+            for ref in pending:  # the driver stopped early: its queued and running tasks go with it
+                ray.cancel(ref, force=True)
+            if events is not None:
+                events.shutdown()
+
+    def _outcome(self, ref: Any, job: Job) -> JobDone:
+        try:
+            d = self._ray.get(ref)
+        except Exception as e:  # noqa: BLE001 - a lost node or dead worker fails this job only
+            from leka.evaluator.worker import one_line
+
+            return JobDone(job, error=f"ray task failed: {one_line(e)}")
+        return JobDone(job, d["value"], where=d["where"])
+
+    def run(self, specs: Iterable[SampleSpec], on_event: EventSink | None = None) -> Iterator[SampleOutcome]:
+        return run_samples(self, specs, on_event)
 
     def close(self) -> None:
         if self.started_here and self._ray.is_initialized():
             self._ray.shutdown()
 
 
-
-def crashed_outcome(spec: SampleSpec, error: str) -> SampleOutcome:
-    """A sample whose task died before it answered: a failed record, made here."""
-    from leka.bench.runner import failed_record
-    from leka.targets import get_target
-    from leka.tasks import get_task
-
-    rec = failed_record(get_task(spec.task_id), get_target(spec.target_spec), spec.method, spec.sample_idx,
-                        error, None)
-    rec["where"] = {"executor": "ray", "node": None}
-    return SampleOutcome(spec, rec)
+def _drain(events: Any, on_event: EventSink | None) -> None:
+    while events is not None and on_event is not None:
+        try:
+            key, kind, payload = events.get_nowait()
+        except queue_mod.Empty:
+            return
+        on_event(key, kind, payload)

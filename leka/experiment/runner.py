@@ -2,7 +2,9 @@
 runner (leka.bench.runner.run_benchmark) into the suite's SQLite store, then the tables and report.
 
 Run ids are derived from the config (`exp.NAME.LABEL.TARGET`), so `--resume` finds the runs of a killed
-experiment and the bench runner skips every finished (task, sample): no sample is repeated. No paid model
+experiment and the bench runner skips every finished (task, sample): no sample is repeated. With an executor
+(`--executor ray`) every (method, task, sample) of the main table is one job of one fan-out
+(leka.executors.fanout.run_fanouts), written to its run as it comes back; the same keys make resume exact. No paid model
 call is repeated either: LEKA's agent journals proposals, codeloop journals tool results, and every
 model client goes through the response cache (.leka/llm_cache.sqlite), which answers a repeated prompt
 without a request and without charging the budget.
@@ -46,9 +48,11 @@ class ExperimentRunner:
     """Runs planned bench runs against one store; one evaluator worker per target, shared by methods."""
 
     def __init__(self, cfg: ExperimentConfig, store: Any, *, resume: bool, llm: str | None = None,
-                 base_url: str | None = None, say: Callable[[str], None] | None = None) -> None:
+                 base_url: str | None = None, say: Callable[[str], None] | None = None,
+                 executor: Any = None) -> None:
         self.cfg, self.store, self.resume = cfg, store, resume
         self.llm, self.base_url = llm, base_url
+        self.executor = executor  # a leka.executors executor; None: samples run here (run_benchmark)
         self.say = say or (lambda msg: print(msg, file=sys.stderr, flush=True))
         self._evaluators: dict[str, Any] = {}
         self.existing = {r["run_id"] for r in store.list_runs()}
@@ -85,6 +89,36 @@ class ExperimentRunner:
         """Run (or resume) one planned bench run; returns its stored samples."""
         from leka.bench.runner import run_benchmark
         from leka.budget import Budget
+
+        if self.executor is not None:
+            self.fan_out([p])
+            return self.store.samples(p.run_id)
+        target, tasks, method = self._open(p)
+        out = run_benchmark(self.store, p.run_id, tasks, target, method, self.cfg.samples, self._evaluator(target),
+                            Budget.parse(self.cfg.run_budget), p.options,
+                            on_sample=lambda task, idx, rec: self._progress(p, task, idx, rec))
+        self._said(p, out)
+        return self.store.samples(p.run_id)
+
+    def fan_out(self, planned: list[PlannedRun]) -> None:
+        """Run (or resume) planned runs on the executor: all their missing samples as one batch of jobs."""
+        from leka.executors.fanout import FanoutRun, run_fanouts
+        from leka.executors.progress import FanoutProgress
+
+        runs = []
+        for p in planned:
+            _target, tasks, method = self._open(p)
+            runs.append(FanoutRun(p.run_id, tasks, method, self.cfg.samples, p.options,
+                                  {"target_spec": p.target, "trials": self.cfg.trials, "measure": True}))
+        total = sum(len(r.tasks) * r.samples for r in runs)
+        stored = sum(len(self.store.finished_keys(r.run_id)) for r in runs)
+        with FanoutProgress(total, stored) as prog:
+            outs = run_fanouts(self.store, runs, self.executor, on_outcome=prog.update, on_event=prog.event)
+        for p in planned:
+            self._said(p, outs[p.run_id])
+
+    def _open(self, p: PlannedRun) -> tuple[Any, list[Any], Any]:
+        """(target, tasks, method) of a planned run, the run created in the store or marked resumed."""
         from leka.evaluator import versions
         from leka.methods import get_method
         from leka.targets import get_target
@@ -108,12 +142,11 @@ class ExperimentRunner:
         else:
             self.store.add_event(p.run_id, "resumed", {"finished": len(self.store.finished_keys(p.run_id))})
         self.say(f"experiment {self.cfg.name}: {p.run_id} ({p.method} {p.options}) on {len(tasks)} tasks")
-        out = run_benchmark(self.store, p.run_id, tasks, target, method, self.cfg.samples, self._evaluator(target),
-                            Budget.parse(self.cfg.run_budget), p.options,
-                            on_sample=lambda task, idx, rec: self._progress(p, task, idx, rec))
+        return target, tasks, method
+
+    def _said(self, p: PlannedRun, out: Any) -> None:
         self.say(f"  {p.run_id}: {out.done} new samples, {out.skipped_finished} already done, {out.wall_s:.0f} s"
                  + (f"; stopped: {out.stopped}" if out.stopped else ""))
-        return self.store.samples(p.run_id)
 
     def _progress(self, p: PlannedRun, task: Any, idx: int, rec: dict[str, Any] | None) -> None:
         if rec is not None:
@@ -123,12 +156,17 @@ class ExperimentRunner:
 
 
 def run_experiment(cfg: ExperimentConfig, store: Any, *, resume: bool = False, llm: str | None = None,
-                   base_url: str | None = None, say: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Run the whole config; returns {"runs": [PlannedRun...], "tuning": tuning result or None}."""
+                   base_url: str | None = None, say: Callable[[str], None] | None = None,
+                   executor: Any = None) -> dict[str, Any]:
+    """Run the whole config (its samples on `executor` when given); returns {"runs": [PlannedRun...],
+    "tuning": tuning result or None}."""
     from .tuning import tune_prompts
 
     check_methods(cfg, llm, base_url)
-    runner = ExperimentRunner(cfg, store, resume=resume, llm=llm, base_url=base_url, say=say)
+    if executor is not None and cfg.run_budget:
+        raise LekaError(f"--executor {executor.name} takes no run_budget (config {cfg.name}): a run budget is one "
+                        "accountant, and the executor's samples run apart; the per-attempt budget applies")
+    runner = ExperimentRunner(cfg, store, resume=resume, llm=llm, base_url=base_url, say=say, executor=executor)
     try:
         chosen: dict[str, dict[str, str]] = {}
         tuning = None
@@ -141,8 +179,11 @@ def run_experiment(cfg: ExperimentConfig, store: Any, *, resume: bool = False, l
                 extra = {"prompts": chosen[target]} if cfg.tuning and entry.label == cfg.tuning.label else {}
                 planned.append(runner.plan(entry, target, extra_options=extra, extra=extra))
         runner.check_fresh(planned)
-        for p in planned:
-            runner.execute(p)
+        if executor is not None:  # the whole table at once: the cluster works on every method's samples
+            runner.fan_out(planned)
+        else:
+            for p in planned:
+                runner.execute(p)
         return {"runs": planned, "tuning": tuning}
     finally:
         runner.close()

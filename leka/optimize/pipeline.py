@@ -40,6 +40,7 @@ class OptimizeOptions:
     time_s: float = 1.0  # minimum seconds per build in the end-to-end latency comparison (0: skip it)
     quiet: bool = False
     rpc: str | None = None  # TRACKER_HOST:PORT:KEY: kernels are measured on that remote device
+    executor: Any = None  # a leka.executors executor (Ray): one job per kernel; None: --jobs local processes
 
     def method_options(self) -> dict[str, Any]:
         return {k: v for k, v in (("llm", self.llm), ("base_url", self.base_url)) if v}
@@ -103,7 +104,7 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
             p.budget = None
     with view:
         decisions.update(tune_all(profs, preset, opts.method, opts.method_options(), run_id, db, opts.jobs,
-                                  view.event, rpc=opts.rpc))
+                                  view.event, rpc=opts.rpc, executor=opts.executor))
     return decisions
 
 

@@ -100,13 +100,19 @@ def is_winner(res: dict[str, Any]) -> bool:
 
 def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,
              db: TuningDB, jobs: int, on_event: Callable[[str, str, Any], None],
-             rpc: str | None = None) -> dict[str, Winner]:
-    """Tune every kernel with a budget (not already decided in the db); returns the new decisions by key."""
+             rpc: str | None = None, executor: Any = None) -> dict[str, Winner]:
+    """Tune every kernel with a budget (not already decided in the db); returns the new decisions by key.
+    executor: a leka.executors executor (e.g. a Ray cluster) runs one job per kernel; None: `jobs` processes."""
     todo = [p for p in profs if p.budget is not None]
     if not todo:
         return {}
     target = preset.target if preset.name == "custom" else preset.name
     home = os.environ.get("LEKA_HOME")
+    if executor is not None:
+        from leka.executors.tuning import run_tune_jobs
+
+        return run_tune_jobs(executor, [TuneJob(p.spec, target, method, options, p.budget or "", run_id, home, rpc)
+                                        for p in todo], on_event, db, target_key(preset))
     ctx = mp.get_context("spawn")  # TVM's thread pools do not survive fork
     manager = ctx.Manager()
     events = manager.Queue()
@@ -137,14 +143,24 @@ def _collect(running: dict[str, tuple[Any, KernelProfile]], events: Any, on_even
             try:
                 w = res.get()
             except Exception as e:  # a method that crashed: the default build stays, the reason is kept
-                w = Winner(p.spec.key, p.spec.task_id, None, None, None, None, method, run_id, None,
-                           {"error": f"{type(e).__name__}: {str(e)[:300]}", "budget": p.budget})
-            if w.source or settled_default(w):
-                db.put(w, tkey)
+                w = crashed_winner(p.spec, p.budget, method, run_id, f"{type(e).__name__}: {str(e)[:300]}")
+            keep_decision(db, w, tkey)
             done[key] = w
             on_event(key, "done", w)
     _drain(events, on_event)
     return done
+
+
+def crashed_winner(spec: KernelSpec, budget: str | None, method: str, run_id: str, error: str) -> Winner:
+    """The decision for a kernel whose tuning job died: the default build stays, the reason is kept."""
+    return Winner(spec.key, spec.task_id, None, None, None, None, method, run_id, None,
+                  {"error": error, "budget": budget})
+
+
+def keep_decision(db: TuningDB, w: Winner, tkey: str) -> None:
+    """Into the db at once (what --resume relies on): a winner, or a default the attempt settled."""
+    if w.source or settled_default(w):
+        db.put(w, tkey)
 
 
 def _drain(events: Any, on_event: Callable[[str, str, Any], None]) -> None:
