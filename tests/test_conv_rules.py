@@ -6,7 +6,7 @@ import pytest
 
 from leka.ir import CandidateIR
 from leka.proposers.offline.context import RuleContext
-from leka.proposers.offline.rules import CPU_RULES, cpu_conv_register_tile
+from leka.proposers.offline.rules import CPU_RULES, cpu_conv_register_tile, cpu_depthwise_conv, cpu_pointwise_conv
 from leka.targets import get_target
 from leka.tasks import get_task
 
@@ -58,31 +58,33 @@ def test_declines_gpu_targets():
     assert _variants(CONV_TASKS[0], target="cuda") is None
 
 
-def _fused_conv_bias_relu():
+def _fused_conv_bias_relu(ci: int = 8, co: int = 16, hw: int = 12, k: int = 3):
     """A conv + bias + relu PrimFunc shaped like the kernels `leka optimize` extracts (NCHW, three blocks)."""
     from tvm import te, topi
 
     from leka.tasks import ArgSpec, Task
 
-    x = te.placeholder((1, 8, 12, 12), "float32", name="X")
-    w = te.placeholder((16, 8, 3, 3), "float32", name="W")
-    bias = te.placeholder((1, 16, 1, 1), "float32", name="B")
-    conv = topi.nn.conv2d_nchw(x, w, stride=1, padding=1, dilation=1)
+    x = te.placeholder((1, ci, hw, hw), "float32", name="X")
+    w = te.placeholder((co, ci, k, k), "float32", name="W")
+    bias = te.placeholder((1, co, 1, 1), "float32", name="B")
+    conv = topi.nn.conv2d_nchw(x, w, stride=1, padding=k // 2, dilation=1)
     out = topi.nn.relu(topi.add(conv, bias))
     func = te.create_prim_func([x, w, bias, out])
 
     def reference(xs, ws, bs):
         import numpy as np
 
-        xp = np.pad(xs, ((0, 0), (0, 0), (1, 1), (1, 1)))
-        win = np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(2, 3))  # n c y x ky kx
+        p = k // 2
+        xp = np.pad(xs, ((0, 0), (0, 0), (p, p), (p, p)))
+        win = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(2, 3))  # n c y x ky kx
         return np.maximum(np.einsum("ncyxij,ocij->noyx", win, ws) + bs, 0).astype("float32")
 
-    return Task(id="t-conv-bias-relu", pattern="conv_bias_relu", level=1, domain="vision",
-                args=(ArgSpec("X", (1, 8, 12, 12), "float32", "input"), ArgSpec("W", (16, 8, 3, 3), "float32", "input"),
-                      ArgSpec("B", (1, 16, 1, 1), "float32", "input"),
-                      ArgSpec("out", (1, 16, 12, 12), "float32", "output")),
-                build=lambda: func, reference=reference, flops=2 * 16 * 8 * 9 * 144, bytes=0, dtype="float32")
+    return Task(id=f"t-conv{k}x{k}-bias-relu-{hw}", pattern="conv_bias_relu", level=1, domain="vision",
+                args=(ArgSpec("X", (1, ci, hw, hw), "float32", "input"),
+                      ArgSpec("W", (co, ci, k, k), "float32", "input"), ArgSpec("B", (1, co, 1, 1), "float32", "input"),
+                      ArgSpec("out", (1, co, hw, hw), "float32", "output")),
+                build=lambda: func, reference=reference, flops=2 * co * ci * k * k * hw * hw, bytes=0,
+                dtype="float32")
 
 
 def test_fused_epilogue_goes_into_the_tile_write_back():
@@ -115,3 +117,52 @@ def test_fused_conv_candidate_is_correct_through_the_evaluator(evaluator):
     ir = cpu_conv_register_tile.apply(_context(task))[0]
     res = evaluator.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
     assert res.compiled and res.correct, (res.failure, res.error)
+
+
+DW_TASKS = ["l1-dwconv2d_3x3_s1_nchw-14x14x384x384", "l1-dwconv2d_3x3_s2_nchw-28x28x192x192",
+            "l1-dwconv2d_3x3_s1_nhwc-48x48x8x8", "l1-dwconv2d_5x5_s2_nhwc-28x28x72x72"]
+# suite 1x1 NCHW maps are 6x6 and 3x3 (pixels not a multiple of the vector: declined), so a fused 16x16 one
+PW_TASK = dict(ci=32, co=24, hw=16, k=1)
+
+
+def _task(task_id):
+    return _fused_conv_bias_relu(**PW_TASK) if task_id == "pw" else get_task(task_id)
+
+
+@pytest.mark.parametrize("rule,task_id", [(cpu_depthwise_conv, t) for t in DW_TASKS] + [(cpu_pointwise_conv, "pw")])
+def test_depthwise_and_pointwise_rules_claim_their_kernels(rule, task_id):
+    irs = rule.apply(_context(_task(task_id)))
+    assert irs and all(ir.notes["rule"] == rule.NAME for ir in irs)
+    ops = {s.op for s in irs[0].schedule.steps}
+    assert {"split", "reorder", "vectorize", "unroll", "decompose_reduction"} <= ops
+
+
+@pytest.mark.parametrize("rule,task_id", [
+    (cpu_depthwise_conv, "l1-conv2d_3x3_s1_nchw-32x32x16x16"),  # dense conv: a channel reduction
+    (cpu_depthwise_conv, "l1-conv2d_1x1_s1_nchw-6x6x128x128"),
+    (cpu_depthwise_conv, "ex-matmul-256"),
+    (cpu_pointwise_conv, "l1-conv2d_3x3_s1_nchw-32x32x16x16"),  # a 3x3 window
+    (cpu_pointwise_conv, "l1-conv2d_1x1_s2_nchw-28x28x128x256"),  # strided: input pixels != output pixels
+    (cpu_pointwise_conv, "l1-conv2d_1x1_s1_nhwc-25x5x64x64"),  # NHWC: left to cpu.conv_register_tile
+    (cpu_pointwise_conv, "l1-conv2d_1x1_s1_nchw-6x6x128x128"),  # 36 pixels: not whole vectors
+    (cpu_pointwise_conv, "l1-dwconv2d_3x3_s1_nchw-14x14x384x384"),
+    (cpu_pointwise_conv, "ex-matmul-256"),
+])
+def test_depthwise_and_pointwise_rules_decline_the_rest(rule, task_id):
+    assert rule.apply(_context(get_task(task_id))) is None
+    assert rule.apply(_context(_task(DW_TASKS[0] if rule is cpu_depthwise_conv else "pw"), target="cuda")) is None
+
+
+def test_pointwise_epilogue_goes_into_the_tile_write_back():
+    src = cpu_pointwise_conv.apply(_context(_task("pw")))[0].to_tvmscript("host-cpu")
+    assert "T.max(conv2d_nchw_global[" in src and 'T.sblock("T_add")' not in src
+    assert "yy_xx_fused" in src  # rows and columns are one vectorised pixel axis
+
+
+@pytest.mark.parametrize("rule,task_id", [(cpu_depthwise_conv, t) for t in DW_TASKS[:3]] + [(cpu_pointwise_conv, "pw")])
+def test_depthwise_and_pointwise_candidates_are_correct(evaluator, rule, task_id):
+    task = _task(task_id)
+    irs = rule.apply(_context(task))
+    for ir in (irs[0], irs[-1]):
+        res = evaluator.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
+        assert res.compiled and res.correct, (ir.notes["knobs"], res.failure, res.error)

@@ -17,6 +17,7 @@ spatial loops, which for NCHW are rows x width: no reuse of the input across out
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from leka.ir import CandidateIR
 
@@ -49,22 +50,40 @@ def _sliding(reg, spatial_vars: list[str], reduce_vars: list[str]) -> bool:
                for r in reg.region)
 
 
-def conv_axes(ctx: RuleContext, b: BlockInfo) -> ConvAxes | None:
-    """The vector and register axes of a conv-like block, or None when it is not one: a commutative
-    reduction with a contiguous innermost spatial loop, one input read as a sliding window (or, for
-    1x1 kernels, the read walking most spatial iterators) and one weight read."""
+@dataclass(frozen=True)
+class ConvBlock:
+    names: list[str]  # the block's iterator names, in loop order
+    spatial: list[str]
+    reduce: list[str]
+    reads: list[Any]  # the two buffer regions it reads (input and weight), as TVM's BufferRegions
+    out_shape: tuple[int, ...]
+
+
+def conv_block(ctx: RuleContext, b: BlockInfo) -> ConvBlock | None:
+    """The iterators and the two reads of a conv-like block (a commutative reduction with a contiguous
+    innermost spatial loop, >= 3 spatial loops, two inputs), or None: what the conv rules inspect."""
     if not (b.is_reduction and not b.is_ordered and b.inner_contiguous and len(b.spatial) >= 3
             and len(b.loops) == len(b.kinds)):
         return None
     sk = Sketch(ctx.base)
     blk = sk.live.sch.get(sk.live.block(b.name))
     names = [iv.var.name for iv in blk.iter_vars]
-    sp = [names[i] for i in b.spatial]
-    rd = [names[i] for i in b.reduce]
-    out_name = blk.writes[0].source.name
-    reads = [r for r in blk.reads if r.source.name != out_name]
+    out = blk.writes[0].source
+    reads = [r for r in blk.reads if r.source.name != out.name]
     if len(reads) != 2:
         return None
+    return ConvBlock(names, [names[i] for i in b.spatial], [names[i] for i in b.reduce], reads,
+                     tuple(int(d) for d in out.shape))
+
+
+def conv_axes(ctx: RuleContext, b: BlockInfo) -> ConvAxes | None:
+    """The vector and register axes of a conv-like block, or None when it is not one: a commutative
+    reduction with a contiguous innermost spatial loop, one input read as a sliding window (or, for
+    1x1 kernels, the read walking most spatial iterators) and one weight read."""
+    cb = conv_block(ctx, b)
+    if cb is None:
+        return None
+    names, sp, rd, reads = cb.names, cb.spatial, cb.reduce, cb.reads
 
     def walked(reg) -> set[str]:
         return {s for s in sp if any(_uses(r.min, s) for r in reg.region)}
@@ -141,27 +160,35 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: ConvAxes, kn: d
     return placed
 
 
-def apply(ctx: RuleContext) -> list[CandidateIR] | None:
-    if ctx.family != "cpu":
-        return None
+def single_reduction(ctx: RuleContext) -> BlockInfo | None:
+    """The one reduction block of a CPU kernel (the conv rules' anchor), or None."""
     mains = [b for b in ctx.infos if b.is_reduction]
-    if len(mains) != 1:
-        return None
-    main = mains[0]
-    axes = conv_axes(ctx, main)
+    return mains[0] if ctx.family == "cpu" and len(mains) == 1 else None
+
+
+def apply(ctx: RuleContext) -> list[CandidateIR] | None:
+    main = single_reduction(ctx)
+    axes = conv_axes(ctx, main) if main is not None else None
     if axes is None:
         return None
+    return tile_variants(ctx, main, axes, [k for k in KNOBS if k["pad"] != "at" or axes.pad_at_chunk], NAME)
+
+
+def tile_variants(ctx: RuleContext, main: BlockInfo, axes: Any, knobs: list[dict], rule: str,
+                  tile: Callable[..., set[str] | None] = build_tile) -> list[CandidateIR] | None:
+    """One candidate per knob set: intermediates inlined, `tile(sk, ctx, main, axes, knobs)` (returns the
+    padding blocks it placed), the rest default-treated."""
     out = []
-    for kn in (k for k in KNOBS if k["pad"] != "at" or axes.pad_at_chunk):
+    for kn in knobs:
         def build(sk, kn=kn):
             keep = {p.name for p in ctx.infos if p.has_condition} | \
                 {e.name for e in ctx.infos[ctx.infos.index(main) + 1:]}
             done = set(inline_intermediates(sk, [x for x in ctx.infos if x.name not in keep]))
-            done |= build_tile(sk, ctx, main, axes, kn)
+            done |= tile(sk, ctx, main, axes, kn) or set()
             alive = set(sk.live.block_names())
             schedule_rest(sk, ctx.infos, done | {main.name} | (keep - alive),
                           lambda x: lanes_for(ctx.facts, x.dtype_bits), ctx.cores, rfactor=False)
-        ir = ctx.attempt(NAME, dict(kn), build)
+        ir = ctx.attempt(rule, dict(kn), build)
         if ir is not None:
             out.append(ir)
     return out or None
