@@ -2,6 +2,9 @@
 and is correct where it really runs here (OpenCL on PoCL, the same rules)."""
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import pytest
 
 from leka.compiler import build
@@ -10,7 +13,7 @@ from leka.ir import CandidateIR
 from leka.proposers.base import ProposalRequest
 from leka.proposers.offline import OfflineProposer
 from leka.proposers.offline.context import RuleContext
-from leka.proposers.offline.rules import (gpu_cross_thread_reduction, gpu_shared_matmul,
+from leka.proposers.offline.rules import (gpu_cross_thread_reduction, gpu_fused_rows, gpu_shared_matmul,
                                           gpu_vector_elementwise)
 from leka.remote.job import parse_candidate
 from leka.targets import get_target
@@ -45,9 +48,92 @@ def test_rules_decline_what_is_not_theirs():
     assert gpu_cross_thread_reduction.apply(ctx("l1-softmax_keys-4x128-f16", "host-cpu")) is None
 
 
+def _ctx(task_id: str, target: str = "cuda") -> RuleContext:
+    task = get_task(task_id)
+    return RuleContext.build(task, CandidateIR.initial(task), get_target(target), [])
+
+
+def _nvcc(source: str, arch: str, tmp_path) -> None:
+    """The device source as the GPU host compiles it (nvcc, where installed): catches codegen that TVM
+    emits but nvcc rejects (the 8-lane make_longlong4 of the 2026-12-01 slice)."""
+    if shutil.which("nvcc") is None:
+        return
+    src = tmp_path / f"k_{arch}.cu"
+    src.write_text(source)
+    res = subprocess.run(["nvcc", "-cubin", f"-arch={arch}", "-o", str(tmp_path / "k.cubin"), str(src)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-600:]
+
+
+def _built(rule, task_id: str, tmp_path, kernels: int | None = 1) -> list:
+    """Every variant of `rule` on the task: valid against the preset's limits, built for the H200 preset
+    (cuda, sm_90) and the Jetson preset (sm_87), nvcc-compiled, `kernels` launches each."""
+    knobs = []
+    for preset in ("cuda", "jetson-orin-nano"):
+        irs = rule.apply(_ctx(task_id, preset))
+        assert irs, f"{rule.NAME} declined {task_id}"
+        for ir in irs:
+            assert ir.validate(get_target(preset)) == []
+            art = build(parse_candidate(ir.to_tvmscript(preset)), preset)
+            if kernels is not None:
+                assert len(art.kernels) == kernels, (ir.notes["knobs"], [k.name for k in art.kernels])
+            _nvcc(art.source, get_target(preset).target["arch"], tmp_path)
+            knobs.append(ir.notes["knobs"])
+    return knobs
+
+
+@pytest.mark.parametrize("task_id", ["l1-cosine_similarity_scores-2048x384", "l2-dense_bn_relu-1x640x128-f16",
+                                     "l1-rigid_transform_points-16384-f16"])
+def test_fused_rows_is_one_kernel(task_id, tmp_path):
+    """Reductions + epilogue (cast, bn, relu, rsqrt) as one launch, not one per block (the slice lost
+    ~3.5 us per extra launch to dlight); long rows reduced by warp lanes, short ones in one thread."""
+    knobs = _built(gpu_fused_rows, task_id, tmp_path)
+    lanes = {k["lanes"] for k in knobs}
+    assert lanes == {1} if task_id.startswith("l1-rigid") else 32 in lanes
+
+
+def test_fused_rows_declines_what_is_not_its():
+    assert gpu_fused_rows.apply(_ctx("ex-matmul-256")) is None  # one block: nothing to fuse
+    assert gpu_fused_rows.apply(_ctx("l1-relu6-7x7x960-f16")) is None  # no reduction
+    assert gpu_fused_rows.apply(_ctx("l1-cosine_similarity_scores-2048x384", "host-cpu")) is None
+    # softmax: each output element would redo its row's max and sum (128x the work): over REDUNDANCY
+    assert gpu_fused_rows.apply(_ctx("l1-softmax_keys-4x128-f16")) is None
+
+
+@pytest.mark.parametrize("task_id", ["l1-attn_scores_qkt-4x128x32-f16", "l1-attn_context_pv-4x128x32", "ex-matmul-256"])
+def test_shared_matmul_batched_with_epilogue(task_id, tmp_path):
+    """Batched GEMMs (attention scores/context) take the shared-memory tile, the batch on blockIdx.z, the
+    scale/cast epilogue in the same kernel; the padded variant's tile rows are tk + 1 words apart."""
+    knobs = _built(gpu_shared_matmul, task_id, tmp_path)
+    assert {"tile": 16, "tk": 16, "pad": True} in knobs
+    ir = next(ir for ir in gpu_shared_matmul.apply(_ctx(task_id)) if ir.notes["knobs"]["pad"])
+    assert "storage_align" in {s.op for s in ir.memory.steps}
+
+
+def test_shared_matmul_declines_and_fits_the_limits():
+    assert gpu_shared_matmul.apply(_ctx("l1-softmax_keys-4x128-f16")) is None
+    assert gpu_shared_matmul.apply(_ctx("l1-cosine_similarity_scores-2048x384")) is None  # three reductions
+    assert gpu_shared_matmul.apply(_ctx("l1-pairwise_sqdist_3d-1024x1024-f16")) is None  # k = 3: no tile
+    # a 16x16 tile is 256 threads: within Mali's limit; the cooperative fetch under the thread loops binds
+    # the same threadIdx axes again and is not counted twice
+    for ir in gpu_shared_matmul.apply(_ctx("ex-matmul-256", "mali-g610")):
+        assert ir.validate(get_target("mali-g610")) == []
+
+
+def test_vector_elementwise_fp16_gather_stays_within_four_lanes(tmp_path):
+    """8 fp16 lanes over rows of 3 need an int32x8 index vector (j = (8f + v) % 3), which TVM prints as
+    make_longlong4 with 8 arguments; the rule keeps such tasks at 4 lanes, and rows that hold whole
+    vectors (32 channels) at 8 (16-byte loads)."""
+    vecs = {k["vec"] for k in _built(gpu_vector_elementwise, "l1-rigid_transform_points-16384-f16", tmp_path, None)}
+    assert max(vecs) == 4
+    assert 8 in {ir.notes["knobs"]["vec"] for ir in gpu_vector_elementwise.apply(_ctx("l1-add_residual_nhwc-28x28x32-f16"))}
+
+
 # PoCL here has no half precision: the fp32 shapes of the same patterns (+ pooling, + a residual add)
 POCL_TASKS = ["l1-layernorm_lastdim-64x384", "l1-relu6-14x14x384", "l1-gemv-512x512",
-              "l1-global_avgpool_nhwc-7x7x1280", "l1-add_residual_nhwc-14x14x96", "ex-softmax-512x384", "ex-matmul-256"]
+              "l1-global_avgpool_nhwc-7x7x1280", "l1-add_residual_nhwc-14x14x96", "ex-softmax-512x384", "ex-matmul-256",
+              "l1-cosine_similarity_scores-2048x384", "l2-dense_bn_relu-1x640x128", "l1-attn_scores_qkt-4x128x32",
+              "l1-consecutive_cosine_change-1000x32"]
 
 
 @pytest.mark.slow

@@ -56,11 +56,17 @@ def _bound_blocks(live: Any) -> list[str]:
 def _threads_per_block(live: Any) -> int:
     worst = 1
     for b in live.block_names():
-        n = 1
+        # per thread axis, not per loop: a cooperative fetch nested under the threadIdx loops of its consumer
+        # (compute_at of a shared tile) binds threadIdx.x again, the same hardware threads
+        per_tag: dict[str, int] = {}
         for rv in live.sch.get_loops(live.sch.get_sblock(b)):
             lp = live.sch.get(rv)
             if lp.thread_binding is not None and lp.thread_binding.thread_tag.startswith("threadIdx"):
-                n *= int(lp.extent) if hasattr(lp.extent, "value") else 1
+                tag = lp.thread_binding.thread_tag
+                per_tag[tag] = max(per_tag.get(tag, 1), int(lp.extent) if hasattr(lp.extent, "value") else 1)
+        n = 1
+        for ext in per_tag.values():
+            n *= ext
         worst = max(worst, n)
     return worst
 

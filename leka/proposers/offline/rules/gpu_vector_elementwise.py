@@ -16,16 +16,25 @@ NAME = "gpu.vector_elementwise"
 LONG_REDUCTION = 16  # terms per output beyond which the reduction, not the epilogue, is the kernel
 
 
-def _lanes(ctx: RuleContext) -> int:
+# An index vector wider than 4 x int32 breaks TVM 0.27's CUDA codegen: int32x8 is stored as longlong4 and a
+# broadcast of it prints make_longlong4 with 8 arguments, which nvcc rejects. Index vectors appear when the
+# vector does not stay inside one row (innermost extent not a multiple of the lanes: j = (8f + v) % 3).
+SAFE_GATHER_LANES = 4
+
+
+def _lanes(ctx: RuleContext, spatial: list) -> int:
     itemsize = min(np.dtype(a.dtype).itemsize for a in ctx.task.args)
-    return max(1, 16 // itemsize)
+    lanes = max(1, 16 // itemsize)
+    if lanes > SAFE_GATHER_LANES and any(b.extents[b.spatial[-1]] % lanes for b in spatial):
+        return SAFE_GATHER_LANES
+    return lanes
 
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     if ctx.family not in ("cuda", "opencl"):
         return None
-    lanes = _lanes(ctx)
     spatial = [b for b in ctx.infos if not b.reduce and not b.is_ordered]
+    lanes = _lanes(ctx, spatial)
     if any(b.reduce and np.prod([b.extents[i] for i in b.reduce]) > LONG_REDUCTION for b in ctx.infos):
         return None
     if lanes < 2 or not spatial or not any(np.prod([b.extents[i] for i in b.spatial]) % lanes == 0

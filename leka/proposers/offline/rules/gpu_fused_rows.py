@@ -1,0 +1,113 @@
+"""GPU: the whole task as ONE kernel. A reduction with its epilogue (cast, bias, norm, activation) or several
+row reductions that feed one output (cosine similarity, normalised cross-correlation) otherwise launch
+one kernel per block; on a GPU each launch costs microseconds, more than these edge-sized kernels compute.
+The output block's spatial loops are fused into rows (one output element each), `rows` per thread block;
+every producer is computed at the row loop (compute_at) into a register/shared buffer, and its reduction
+is either serial in the row's thread (short reductions, lanes = 1) or spread over `lanes` threads of
+threadIdx.x (warp shuffles: lanes <= 32, several rows per block on threadIdx.y).
+Declines: a single block (the other rules' case), an output block that reduces or is not the last, an
+ordered (scan) block, or a fusion that would recompute more than REDUNDANCY x the task's own work."""
+from __future__ import annotations
+
+import numpy as np
+
+from leka.ir import CandidateIR, IRApplyError
+
+from ..context import RuleContext
+from ..cpu_plan import inline_intermediates
+from .gpu_bind_spatial import fuse_spatial, max_threads
+
+NAME = "gpu.fused_rows"
+REDUNDANCY = 2.0  # executed iterations of the fused kernel / the blocks' own iterations, at most
+SHORT = 16  # reductions up to this many terms per output stay serial in one thread
+
+
+def _terms(b) -> int:
+    return int(np.prod([b.extents[i] for i in b.reduce])) if b.reduce else 1
+
+
+def _variants(terms: int, cap: int) -> list[tuple[int, int]]:
+    """(rows per thread block, threads per row) to try, most promising first."""
+    if terms <= SHORT:
+        cands = [(256, 1), (128, 1), (64, 1)]
+    elif terms <= 256:
+        cands = [(8, 32), (128, 1), (16, 16), (4, 64)]
+    else:
+        cands = [(8, 32), (1, 256), (2, 128), (4, 64), (128, 1)]  # the last for terms no lane count divides
+    return [(r, t) for r, t in cands if r * t <= cap]
+
+
+def _divisor_at_most(n: int, want: int) -> int:
+    return next(d for d in range(min(n, want), 0, -1) if n % d == 0)
+
+
+def _iterations(sk, block: str, below: str) -> int:
+    """Iterations of `block`'s loops nested under loop `below` (per row)."""
+    loops = sk.loops(block)
+    n = 1
+    for lp in loops[loops.index(below) + 1:]:
+        n *= sk.extent(lp)
+    return n
+
+
+def _spread_reduction(sk, block: str, row: str, lanes: int) -> None:
+    """The reduction loops of `block` under the row loop: fused, the inner `lanes` on threadIdx.x."""
+    loops = sk.loops(block)
+    inner = loops[loops.index(row) + 1:]
+    red = [lp for lp in inner if block in sk.live.reducing_blocks(lp)]
+    if not red:
+        raise IRApplyError(f"{block}: no reduction loop under the row loop")
+    if inner[-len(red):] != red:
+        sk.do("reorder", loops=[lp for lp in inner if lp not in red] + red)
+    r = sk.do("fuse", loops=red)[0] if len(red) > 1 else red[0]
+    if sk.extent(r) % lanes:
+        raise IRApplyError(f"{block}: {sk.extent(r)} terms do not split into {lanes} lanes")
+    sk.do("bind", loop=sk.do("split", loop=r, factors=[None, lanes])[1], thread="threadIdx.x")
+
+
+def _build(sk, ctx: RuleContext, out, producers: list, rows: int, lanes: int, n_rows: int) -> None:
+    fused = fuse_spatial(sk, out)
+    bx, row = sk.do("split", loop=fused, factors=[None, rows])
+    sk.do("bind", loop=bx, thread="blockIdx.x")
+    sk.do("bind", loop=row, thread="threadIdx.y" if lanes > 1 else "threadIdx.x")
+    work, own = sk.extent(row) * sk.extent(bx), out.iterations
+    for p in reversed(producers):  # consumers first: each producer lands under the row loop
+        sk.do("compute_at", block=p.name, loop=row)
+        work += n_rows * _iterations(sk, p.name, row)
+        own += p.iterations
+        if lanes > 1 and p.is_reduction:
+            _spread_reduction(sk, p.name, row, lanes)
+        # per-row intermediates: registers when the thread owns them, shared when threadIdx.x lanes reduce
+        sk.mem_do("set_scope", block=p.name, buffer=0, scope="shared" if lanes > 1 else "local")
+    if work > REDUNDANCY * own:
+        raise IRApplyError(f"fusion recomputes {work / own:.1f}x the task's work")
+
+
+def apply(ctx: RuleContext) -> list[CandidateIR] | None:
+    if ctx.family not in ("cuda", "opencl"):
+        return None
+    if len(ctx.infos) < 2 or any(b.is_ordered for b in ctx.infos):
+        return None
+    out = ctx.infos[-1]
+    if not out.writes_output or out.is_reduction or sum(b.writes_output for b in ctx.infos) != 1:
+        return None
+    n_rows = int(np.prod([out.extents[i] for i in out.spatial]))
+    reductions = [b for b in ctx.infos[:-1] if b.is_reduction]
+    if not reductions:
+        return None  # elementwise chains inline into one kernel already (gpu.vector_elementwise)
+    terms = max(_terms(b) for b in reductions)
+    found, seen = [], set()
+    for want, lanes in _variants(terms, max_threads(ctx)):
+        rows = _divisor_at_most(n_rows, want)  # LiveSchedule splits only by divisors
+        if (rows, lanes) in seen or rows * lanes < 32:
+            continue
+        seen.add((rows, lanes))
+
+        def build(sk, rows=rows, lanes=lanes):
+            done = set(inline_intermediates(sk, ctx.infos, inline_padding=True))
+            producers = [b for b in ctx.infos[:-1] if b.name not in done]
+            _build(sk, ctx, out, producers, rows, lanes, n_rows)
+        ir = ctx.attempt(NAME, {"rows": rows, "lanes": lanes}, build)
+        if ir is not None:
+            found.append(ir)
+    return found or None
