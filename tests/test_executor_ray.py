@@ -6,6 +6,7 @@ of a real cluster would."""
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -148,9 +149,9 @@ def _optimize(tmp_path: Path, name: str, *extra: str) -> dict:
         two_kernel_model(model)
     out, db = tmp_path / f"{name}.leka", tmp_path / f"{name}.db"
     r = _leka("optimize", str(model), "-o", str(out), "--db", str(db), "--method", "tvm-dlight",
-              "--budget", "compiles=10,measurements=10", "--time", "0", "--quiet", *extra)
+              "--budget", "compiles=10,measurements=10", "--time", "0", *extra)
     assert r.returncode == 0, r.stderr
-    return json.loads((out / "manifest.json").read_text())
+    return {**json.loads((out / "manifest.json").read_text()), "stderr": r.stderr}
 
 
 def test_optimize_on_ray_matches_local_and_fills_the_db(ray_address, tmp_path):
@@ -158,7 +159,7 @@ def test_optimize_on_ray_matches_local_and_fills_the_db(ray_address, tmp_path):
     from leka.optimize.tune import MIN_SPEEDUP
     from leka.targets import get_target
 
-    local = _optimize(tmp_path, "local")
+    local = _optimize(tmp_path, "local", "--quiet")
     remote = _optimize(tmp_path, "ray", "--executor", "ray", "--ray-address", ray_address)
     tuned = {k["key"]: k for k in remote["kernels"] if k["decision"].startswith("tuned")}
     assert len(tuned) == 2 and remote["verification"]["status"] == local["verification"]["status"] == "passed"
@@ -166,6 +167,7 @@ def test_optimize_on_ray_matches_local_and_fills_the_db(ray_address, tmp_path):
         k: v["detail"]["correct"] for k, v in tuned.items()} == {k: True for k in tuned}
     node = ray.get_runtime_context().get_node_id()
     assert {(k["detail"]["where"]["executor"], k["detail"]["where"]["node"]) for k in tuned.values()} == {("ray", node)}
+    assert f"running: {socket.gethostname()} ({node[:8]}) 1]" in remote["stderr"]  # the progress, per node
     with TuningDB(str(tmp_path / "ray.db")) as db:  # every decision the driver had to keep is in the db
         for key, k in tuned.items():
             settled = k["decision"].endswith("replaced") or k["detail"]["measured_speedup"] <= MIN_SPEEDUP
@@ -229,3 +231,19 @@ def test_unreachable_ray_address_of_optimize_and_experiment(command, tmp_path):
         r = _experiment(tmp_path, "x", 1, "--executor", "ray", "--ray-address", "127.0.0.1:9")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "no Ray cluster answers there" in r.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["optimize", "m.onnx", "--ray-address", "127.0.0.1:9"], "--ray-address needs --executor ray"),
+    (["optimize", "m.onnx", "--executor", "ray", "--jobs", "2"], "--jobs is for the local executor"),
+    (["experiment", "run", "x.json", "--ray-address", "127.0.0.1:9"], "--ray-address needs --executor ray"),
+])
+def test_executor_flag_misuse_is_one_line(argv, message, tmp_path):
+    if argv[0] == "experiment":
+        (tmp_path / "x.json").write_text(json.dumps({**EXPERIMENT, "samples": 1}))
+    else:
+        two_kernel_model(tmp_path / "m.onnx")
+    r = subprocess.run([sys.executable, "-m", "leka.cli.main", *argv, "--store" if argv[0] == "experiment" else "-o",
+                        str(tmp_path / "out")], capture_output=True, text=True, cwd=tmp_path, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 2 and "Traceback" not in r.stderr and message in r.stderr.strip().splitlines()[-1]

@@ -12,17 +12,14 @@ from .progress import node_label
 def run_tune_jobs(executor: Executor, tune_jobs: list[Any], on_event: Callable[[str, str, Any], None], db: Any,
                   tkey: str) -> dict[str, Any]:
     """Decisions by kernel key for `tune_jobs` (leka.optimize.tune.TuneJob); on_event gets the jobs' own
-    events ("start", "msg"), where each runs (as a "msg"), and "done" with the decision."""
+    events ("start", "msg"), "placed" with the node each starts on, and "done" with the decision."""
     from leka.optimize.tune import crashed_winner, keep_decision, run_job
 
     by_key = {j.spec.key: j for j in tune_jobs}
     jobs = [Job(k, j, timed=not j.rpc, gpu=not j.rpc and needs_gpu(j.target)) for k, j in by_key.items()]
 
     def event(key: str, kind: str, payload: Any) -> None:
-        if kind == PLACED:
-            on_event(key, "msg", f"on {node_label(payload)} [{executor.name}]")
-        else:
-            on_event(key, kind, payload)
+        on_event(key, kind, node_label(payload) if kind == PLACED else payload)  # PLACED: the node, as a label
 
     done: dict[str, Any] = {}
     for d in executor.run_jobs(run_job, jobs, event):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from typing import Any
 
 from rich.console import Console
@@ -49,6 +50,9 @@ class OptimizeView:
         elif kind == "msg":
             row["note"] = str(payload)
             self._refresh(None)
+        elif kind == "placed":  # an executor (leka/executors) started the kernel's job on this node
+            row["node"] = str(payload)
+            self._refresh(None)
         elif kind == "done":
             w = payload
             result = f"{w.speedup:.2f}x" if w.source else "default kept"
@@ -63,7 +67,7 @@ class OptimizeView:
             status = r["status"]
             if status == "tuning" and "started" in r:
                 el = int(time.monotonic() - r["started"])
-                status = f"tuning {el // 60}:{el % 60:02d}"
+                status = f"tuning {el // 60}:{el % 60:02d}" + (f" on {r['node']}" if r.get("node") else "")
             t.add_row(r["name"], str(r["weight"]), f"{100 * r['share']:.1f} %",
                       f"{r['ms']:.4g}" if r["ms"] is not None else "-", r["budget"] or "-", status, r["result"])
         return t
@@ -72,7 +76,9 @@ class OptimizeView:
         tuned = [r for r in self.rows.values() if r["budget"] is not None or r["status"].startswith("db")]
         done = sum(1 for r in tuned if r["status"] in ("done",) or r["status"].startswith("db"))
         el = int(time.monotonic() - self._t0)
-        return f"{done}/{len(tuned)} kernels decided, {el // 60}:{el % 60:02d} elapsed"
+        running = Counter(r["node"] for r in tuned if r["status"] == "tuning" and r.get("node"))
+        on = "; running: " + ", ".join(f"{n} {c}" for n, c in sorted(running.items())) if running else ""
+        return f"{done}/{len(tuned)} kernels decided, {el // 60}:{el % 60:02d} elapsed{on}"
 
     def _refresh(self, line: str | None) -> None:
         if self._live is not None:
