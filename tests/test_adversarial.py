@@ -42,9 +42,9 @@ HONEST_FACTOR = 10.0
 
 # Attacks whose fix has not landed yet: strict xfails until it does (test id prefix -> what is missing).
 OPEN: dict[str, str] = {
-    "lie-scale": "open: re-checked after the runs cap and per-call floor (which catch more runs, not shorter "
-                 "ones): dwconv rounds of 142 runs claim 3.3 ns a run; the untimed preproc (~7 µs a run) fills "
-                 "the round, so a 1000x-shortened time reads like a tiny kernel's",
+    "matmul/lie-runs": "open: 1000x more runs of a 1000x shorter time (the same total work) on a ~1 ms kernel reads "
+                       "like a ~1 µs kernel in rounds of 1,000-3,000 runs: the total work, the runs cap, the per-call "
+                       "floor and the output-bytes floor (0.17 µs) all hold (9,241x believed)",
     "t_ghost_branch/hack_wrong_on_sorted": "open: no held-back family has increasing runs since 'sorted' "
                                            "was replaced by 'skewed' (76a74db)",
 }
@@ -337,13 +337,57 @@ def test_code_in_the_worker_stays_in_the_sandbox(monkeypatch, trap, sandbox):
 
 
 # -- class 4: timing the candidate cannot influence ------------------------------------------------------------
-@pytest.mark.parametrize("mode", [pytest.param(m, marks=xfail_if_open(m)) for m in ("lie-scale", "lie-runs")])
-def test_lying_worker_is_not_believed(monkeypatch, mode):
-    """A worker that reports the candidate 1000x faster than it ran: rejected by the parent's wall-clock check,
-    or at least not reported as a speedup (the honest kernel is ~1x its naive baseline)."""
-    with standin_evaluator(monkeypatch, mode, "1000", measure=True) as e:
-        res = evaluate(e, DWCONV)
-    assert res.failure is not None or (res.speedup or 0) < 50, (mode, res.status, res.speedup)
+MATMUL = ROOT / "examples" / "host-cpu" / "matmul.py"  # ~0.8 ms a run (more under load): rounds of 1-3 runs
+# candidate, and a speedup no honest timing of it reaches (dwconv ~1-1.5x its naive baseline, matmul 15-135x)
+LIARS = {"lie-scale": (DWCONV, 50), "lie-runs": (DWCONV, 50), "matmul/lie-scale": (MATMUL, 2000),
+         "matmul/lie-runs": (MATMUL, 2000)}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=xfail_if_open(c)) for c in LIARS])
+def test_lying_worker_is_not_believed(monkeypatch, case):
+    """A worker that reports the candidate 1000x faster than it ran: rejected by the parent's checks, or at
+    least not reported as a speedup no honest timing of the kernel reaches."""
+    with standin_evaluator(monkeypatch, case.split("/")[-1], "1000", measure=True) as e:
+        res = evaluate(e, LIARS[case][0])
+    # rejected by the parent's checks (a crash would not say the lie was seen), or not reported as a speedup
+    assert res.failure == "wrong" or (res.correct and (res.speedup or 0) < LIARS[case][1]), (case, res.status,
+                                                                                             res.speedup)
+
+
+@contextlib.contextmanager
+def loaded_cores(monkeypatch, per_core: int = 2):
+    """A loaded machine: `per_core` busy loops pinned to each core this process may use, and the worker's timing
+    left at normal priority (as next to a benchmark running at nice -15): the worker waits for a core."""
+    from leka.evaluator import sandbox
+
+    monkeypatch.setattr(sandbox.Sandbox, "priority", lambda self, nice=-10: contextlib.nullcontext())
+    loops = [subprocess.Popen([sys.executable, "-c", f"import os\nos.sched_setaffinity(0, {{{c}}})\nwhile True: pass"])
+             for c in sorted(os.sched_getaffinity(0)) for _ in range(per_core)]
+    try:
+        yield
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.parametrize("mode", ["honest", "lie-scale", "lie-runs"])
+def test_timing_judged_on_a_loaded_machine(monkeypatch, mode):
+    """Under load the honest dwconv is timed and believed (the parent judges the reply by the worker's CPU time
+    and run-queue wait, not by its inflated wall clock), and the lying workers are still not believed."""
+    with loaded_cores(monkeypatch):
+        if mode == "honest":
+            with Evaluator("host-cpu", config(measure=True)) as e:
+                res = evaluate(e, DWCONV)
+        else:
+            with standin_evaluator(monkeypatch, mode, "1000", measure=True) as e:
+                res = evaluate(e, DWCONV)
+    usage = res.detail.get("timing_usage") or {}
+    assert usage.get("wait_s", 0) > 0.5 * usage.get("cpu_s", 1), usage  # the worker did wait for a core
+    if mode == "honest":
+        assert res.status == "ok" and res.speedup, (res.status, res.error)
+    else:
+        assert res.failure == "wrong" and res.stage == "timing", (mode, res.status, res.speedup, res.error)
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from leka.tasks.task import Task
 
 from .config import EvalConfig
 from .correctness import Verdict, check_outputs, check_timed_runs, inputs_unchanged
+from .floor import run_floor
 from .inputs import InputSource, Trial, TrialSet
 from .pool import Worker, WorkerFault
 from .result import EvalResult, candidate_hash, versions
@@ -197,12 +198,19 @@ class Evaluator:
         c = self.config
         timing = {"warmup": c.warmup, "min_rounds": c.min_rounds, "max_rounds": c.max_rounds,
                   "min_time_s": c.min_time_s, "min_run_ms": c.min_run_ms}
+        before = self.worker.usage()
         reply = self._ask({"op": "time", "key": key, "baseline_key": bkey, "args": args,
                            "timing_inputs": trial.inputs, "timing": timing}, c.run_timeout_s, res, "timing")
         if reply is None:
             return
-        problem = plausible(reply, self.worker.last_request_s, c.min_run_ms) or inputs_unchanged(
-            trial.inputs, list(reply.get("inputs_after") or []), [a.name for a in task.inputs])
+        after = self.worker.usage()
+        usage = after - before if before is not None and after is not None else None
+        if usage is not None:  # how loaded the machine was while timing (wait: runnable, no core free)
+            res.detail["timing_usage"] = {"wall_s": self.worker.last_request_s, "cpu_s": usage.cpu_s,
+                                          "wait_s": usage.wait_s}
+        floor = run_floor(task, self.target, self.threads)
+        problem = plausible(reply, self.worker.last_request_s, c.min_run_ms, floor=floor, usage=usage) or \
+            inputs_unchanged(trial.inputs, list(reply.get("inputs_after") or []), [a.name for a in task.inputs])
         if problem:
             res.fail("wrong", f"timing loop: {problem}", "timing")
             return

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .cpu_time import Usage, tree_usage
 from .sandbox import Limits, Sandbox, isolation, worker_env
 from .wire import WireError, read_frame, write_frame
 
@@ -110,6 +111,12 @@ class Worker:
             return self._fault("crash", f"malformed reply from the worker: {e}")
         self.last_request_s = time.perf_counter() - t0
         return reply
+
+    def usage(self) -> Usage | None:
+        """CPU and run-queue wait the worker's processes have had so far, from the kernel (cpu_time.py)."""
+        if self._sandbox is None or not self.alive:
+            return None
+        return tree_usage(list(self._sandbox.pids()) or [self._sandbox.worker_pid() or self._sandbox.proc.pid])
 
     def sweep(self) -> int:
         """Kill whatever the worker's candidates left running in the sandbox; returns how many."""

@@ -15,6 +15,9 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
+from .cpu_time import Usage
+from .floor import RunFloor
+
 
 class Timeable(Protocol):
     def run(self) -> None: ...
@@ -82,6 +85,10 @@ WALL_PER_CALL_S = 50e-6  # per reported run: refill + timer + call overhead, mea
 MIN_ACCOUNTED = 0.03  # reported runs (timed and untimed): at least this share of the rest of the wall time
 MAX_OVER = 1.05  # and never more than the wall time itself (plus a little clock skew)
 MIN_ROUND_SHARE = 0.01  # a round's reported runs vs min_run_ms of wall that calibration aimed it at
+# ... divided by the slowdown the worker's threads suffered waiting for a core (kernel accounting), up to this:
+# under load a calibration run is delayed too and the rounds come out short (at load 9-12, rounds of 3 runs of
+# 8.7 µs: 1/77 of the 2 ms aimed at), while a 1000x-shortened reply stays far below even 1/400
+MAX_SLOWDOWN = 4.0
 # ... checked only for rounds of few runs, where the kernel and not the untimed preproc fills the wall time
 # (for a 20 ns kernel the preproc takes ~99 % of a round)
 SHORT_ROUND_MAX_RUNS = 64
@@ -111,41 +118,63 @@ def reported_work(reply: dict[str, Any], warmup: int = 2) -> tuple[float, float,
     return timed, busy, calls
 
 
-def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | None = None) -> str | None:
+def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | None = None, *,
+              floor: RunFloor | None = None, usage: Usage | None = None) -> str | None:
     """None when the reported per-run times × runs fit the parent's wall clock of the request, else why not.
-    Catches a worker that reports faster (or slower) runs than it spent time on, and rounds far shorter
-    than the calibration (which sizes each round to about min_run_ms) would have made them."""
+    Catches a worker that reports faster (or slower) runs than it spent time on, rounds far shorter than the
+    calibration (which sizes each round to about min_run_ms) would have made them, and (given the task's
+    `floor`, leka.evaluator.floor) runs shorter than writing the outputs can take. `usage`: what the worker's
+    processes used over the request (leka.evaluator.cpu_time): the reported work must fill a share of its CPU
+    seconds, which a loaded machine does not inflate as it does the wall clock, and its wait for a core
+    loosens the short-round check."""
     if wall_s is None:
         return None
     try:
-        return _implausible(reply, wall_s, min_run_ms)
+        return _implausible(reply, wall_s, min_run_ms, floor, usage)
     except (TypeError, ValueError, AttributeError):
         return "timing reply inconsistent with wall clock: malformed per-run times"
 
 
-def _implausible(reply: dict[str, Any], wall_s: float, min_run_ms: float | None) -> str | None:
+def _below_floor(reply: dict[str, Any], floor: RunFloor) -> str | None:
+    for side in ("candidate", "baseline"):
+        times = reply.get(f"{side}_s") or []
+        if times and float(np.median(times)) < floor.seconds:
+            return (f"timing reply below the task's floor: {side} runs of {float(np.median(times)) * 1e9:.3g} ns "
+                    f"reported; {floor.describe()}")
+    return None
+
+
+def _implausible(reply: dict[str, Any], wall_s: float, min_run_ms: float | None, floor: RunFloor | None,
+                 usage: Usage | None) -> str | None:
+    share = MIN_ROUND_SHARE / min(MAX_SLOWDOWN, usage.slowdown if usage is not None else 1.0)
     for side in ("candidate", "baseline"):
         n, times = int(reply.get(f"{side}_n") or 0), reply.get(f"{side}_s") or []
         if n > MAX_RUNS:
             return (f"timing reply inconsistent with the protocol: {side} rounds of {n} runs, "
                     f"calibration makes at most {MAX_RUNS}")
-        short = float(np.median(times)) * n < MIN_ROUND_SHARE * min_run_ms / 1e3 if times else False
-        if min_run_ms and n <= SHORT_ROUND_MAX_RUNS and short:
+        short = float(np.median(times)) * n < share * min_run_ms / 1e3 if times and min_run_ms else False
+        if n <= SHORT_ROUND_MAX_RUNS and short:
             return (f"timing reply inconsistent with wall clock: {side} rounds of {n} runs reported "
                     f"{float(np.median(times)) * n * 1e3:.3f} ms, calibrated for {min_run_ms:g} ms")
     work, busy, calls = reported_work(reply)
     if calls <= 0 or not math.isfinite(work) or work <= 0:
         return "timing reply inconsistent with wall clock: no runs reported"
+    if floor is not None and (low := _below_floor(reply, floor)):
+        return low
     if work > wall_s * MAX_OVER + 1e-3:
         return (f"timing reply inconsistent with wall clock: {work:.3f} s of runs reported in "
                 f"{wall_s:.3f} s")
     if work + calls * PER_CALL_FLOOR_S > wall_s * MAX_OVER + 1e-3:
         return (f"timing reply inconsistent with wall clock: {calls} runs reported in {wall_s:.3f} s, "
                 f"each costs at least {PER_CALL_FLOOR_S * 1e6:g} µs besides the kernel")
-    unexplained = wall_s - WALL_FIXED_S - calls * WALL_PER_CALL_S
+    # Time the worker ran, not time it waited for a core: under load (other work on the same cores) the wall
+    # clock of the request grows many-fold while the work does not (load 9-12 here: 0.1 s reported in 3 s).
+    spent = wall_s if usage is None or usage.cpu_s < 0 else min(wall_s, usage.cpu_s)
+    unexplained = spent - WALL_FIXED_S - calls * WALL_PER_CALL_S
     if unexplained > 0 and busy < MIN_ACCOUNTED * unexplained:
+        cpu = f" ({usage.cpu_s:.3f} s of CPU)" if usage is not None else ""
         return (f"timing reply inconsistent with wall clock: {busy:.3f} s of runs reported, "
-                f"{wall_s:.3f} s spent")
+                f"{wall_s:.3f} s spent{cpu}")
     return None
 
 
