@@ -89,7 +89,7 @@ def test_budget_split_by_share_skips_small_kernels():
 
     profs = [KernelProfile(KernelSpec(str(i), f"k{i}", [f"k{i}"], 1, "", []), 1.0, share)
              for i, share in enumerate((0.7, 0.29, 0.01))]
-    split_budget(profs, "minutes=10,compiles=100")
+    split_budget(profs, "minutes=10,compiles=100", quick=False)  # the quick pass: tests/test_quick_pass.py
     assert profs[0].budget == "compiles=70,minutes=7.07071"
     assert profs[1].budget.startswith("compiles=29,")
     assert profs[2].budget is None and "share" in profs[2].why_not

@@ -4,6 +4,8 @@ Each job builds its own Evaluator and runs `method.run(task, target, ctx)` under
 budget. The method's final answer is the decision: a correct candidate faster than the default build (as
 the evaluator re-measured it) replaces the kernel; otherwise the default build stays. Decisions go to the
 tuning database as they finish, so an interrupted optimisation loses no finished kernel (--resume).
+Kernels under the share threshold are not searched: one job (run_quick) judges the offline rules' first
+candidates for each of them once, within their pooled slice of the time (profile.QUICK_FRACTION).
 """
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from .profile import KernelProfile
 
 # A winner must beat the default build by more than timing noise (docs: "fast" means beyond the noise).
 MIN_SPEEDUP = 1.05
+QUICK_CANDIDATES = 2  # offline-rule candidates judged per kernel in the quick pass
+QUICK_KEY = "quick-pass"  # the quick job's key among the running jobs (not a kernel key)
 
 
 @dataclass
@@ -77,6 +81,74 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
                   meta.get("agent_run"), detail)
 
 
+@dataclass
+class QuickJob:
+    specs: list[KernelSpec]  # largest share first
+    target: Any
+    run_id: str
+    leka_home: str | None
+    minutes: float | None  # the pass's time limit (None: QUICK_CANDIDATES evaluations per kernel only)
+    rpc: str | None = None
+
+
+def run_quick(job: QuickJob, events: Any = None) -> list[Winner]:
+    """The quick pass (a worker process): per kernel, the offline proposer's first QUICK_CANDIDATES schedules
+    (its rules, no search) judged once each by one evaluator; the fastest winner replaces the default."""
+    if job.leka_home:
+        os.environ["LEKA_HOME"] = job.leka_home
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    from leka.evaluator import EvalConfig
+    from leka.executors.base import evaluator_for
+    from leka.proposers import ProposalRequest, get_proposer
+    from leka.targets import get_target
+
+    preset = get_target(job.target)
+    proposer = get_proposer(None)
+    t0, out = time.monotonic(), []
+    with evaluator_for(preset, EvalConfig(), job.rpc) as ev:
+        for spec in job.specs:
+            if job.minutes is not None and time.monotonic() - t0 > job.minutes * 60:
+                break  # out of time: the rest keep their default build (not recorded: tried next run)
+            if events is not None:
+                events.put((spec.key, "start", "quick pass"))
+            t_k = time.monotonic()
+            out.append(_quick_one(spec, preset, proposer, ev, job.run_id, ProposalRequest))
+            out[-1].detail["spent"] = {"minutes": (time.monotonic() - t_k) / 60}
+            if events is not None:
+                events.put((spec.key, "msg", f"quick pass: {out[-1].detail.get('rule') or 'no winner'}"))
+    return out
+
+
+def _quick_one(spec: KernelSpec, preset: Any, proposer: Any, ev: Any, run_id: str, request: Any) -> Winner:
+    from leka.ir import CandidateIR
+
+    task = make_task(spec, preset)
+    props = proposer.propose(request("schedule", CandidateIR.initial(task), task, preset, k=QUICK_CANDIDATES))
+    best: tuple[str, dict[str, Any], str] | None = None
+    judged: list[dict[str, Any]] = []
+    for prop in props[:QUICK_CANDIDATES]:
+        try:
+            src = prop.ir.to_tvmscript(preset)
+        except Exception as e:  # a rule step TVM refuses at flattening: that candidate is skipped
+            judged.append({"rule": prop.ir.notes.get("rule"), "error": f"{type(e).__name__}: {str(e)[:120]}"})
+            continue
+        res = ev.evaluate(task, src).to_json()
+        judged.append({"rule": prop.ir.notes.get("rule"), "correct": res.get("correct"),
+                       "speedup": res.get("speedup")})
+        if is_winner(res) and (best is None or res["speedup"] > best[1]["speedup"]):
+            best = (src, res, str(prop.ir.notes.get("rule")))
+    correct = [j for j in judged if j.get("correct")]
+    detail = {"budget": "quick pass", "candidates": judged, "correct": bool(correct),
+              "measured_speedup": max((j.get("speedup") or 0 for j in correct), default=None),
+              "rule": best[2] if best else None}
+    if best is None:
+        return Winner(spec.key, task.id, None, None, None, None, "quick-rules", run_id, None, detail)
+    src, res, _rule = best
+    detail["noise_floor"] = noise_floor(res)
+    return Winner(spec.key, task.id, src, res.get("speedup"), res.get("candidate_ms"), res.get("baseline_ms"),
+                  "quick-rules", run_id, None, detail)
+
+
 def noise_floor(res: dict[str, Any]) -> float:
     """The speedup a winner must exceed: MIN_SPEEDUP, raised by the uncertainty of the two medians (half
     their relative IQRs over sqrt(rounds)), so a loaded machine asks for a clearer gain."""
@@ -100,19 +172,16 @@ def is_winner(res: dict[str, Any]) -> bool:
 
 def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,
              db: TuningDB, jobs: int, on_event: Callable[[str, str, Any], None],
-             rpc: str | None = None, executor: Any = None) -> dict[str, Winner]:
-    """Tune every kernel with a budget (not already decided in the db); returns the new decisions by key.
-    executor: a leka.executors executor (e.g. a Ray cluster) runs one job per kernel; None: `jobs` processes."""
+             rpc: str | None = None) -> dict[str, Winner]:
+    """Tune every kernel with a budget and pass the quick ones (neither already decided in the db); returns the
+    new decisions by key."""
+    tkey = target_key(preset)
     todo = [p for p in profs if p.budget is not None]
-    if not todo:
+    quick = [p for p in profs if p.quick and p.budget is None and preset.runnable and db.get(p.spec.key, tkey) is None]
+    if not todo and not quick:
         return {}
     target = preset.target if preset.name == "custom" else preset.name
     home = os.environ.get("LEKA_HOME")
-    if executor is not None:
-        from leka.executors.tuning import run_tune_jobs
-
-        return run_tune_jobs(executor, [TuneJob(p.spec, target, method, options, p.budget or "", run_id, home, rpc)
-                                        for p in todo], on_event, db, target_key(preset))
     ctx = mp.get_context("spawn")  # TVM's thread pools do not survive fork
     manager = ctx.Manager()
     events = manager.Queue()
@@ -120,8 +189,12 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
     pool = ctx.Pool(processes=max(1, jobs), maxtasksperchild=1)
     try:
         running = {p.spec.key: (pool.apply_async(run_job, (TuneJob(p.spec, target, method, options, p.budget or "",
-                                                                   run_id, home, rpc), events)), p) for p in todo}
-        return _collect(running, events, on_event, db, target_key(preset), method, run_id)
+                                                                   run_id, home, rpc), events)), [p]) for p in todo}
+        if quick:  # after the searched kernels: they matter more if the time runs out
+            limit = None if any(p.quick_minutes is None for p in quick) else sum(p.quick_minutes or 0 for p in quick)
+            job = QuickJob([p.spec for p in quick], target, run_id, home, limit, rpc)
+            running[QUICK_KEY] = (pool.apply_async(run_quick, (job, events)), quick)
+        return _collect(running, events, on_event, db, tkey, method, run_id)
     except BaseException:  # Ctrl-C or a failure here: stop the jobs (each closes its evaluator on SIGTERM)
         pool.terminate()
         raise
@@ -131,36 +204,30 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
         manager.shutdown()
 
 
-def _collect(running: dict[str, tuple[Any, KernelProfile]], events: Any, on_event: Callable[[str, str, Any], None],
-             db: TuningDB, tkey: str, method: str, run_id: str) -> dict[str, Winner]:
+def _collect(running: dict[str, tuple[Any, list[KernelProfile]]], events: Any,
+             on_event: Callable[[str, str, Any], None], db: TuningDB, tkey: str, method: str,
+             run_id: str) -> dict[str, Winner]:
     """Decisions as the jobs finish, each stored in the db at once (what --resume relies on)."""
     done: dict[str, Winner] = {}
     while running:
         time.sleep(0.3)
         _drain(events, on_event)
         for key in [k for k, (res, _p) in running.items() if res.ready()]:
-            res, p = running.pop(key)
+            res, profs = running.pop(key)
             try:
-                w = res.get()
+                got = res.get()
+                winners = got if isinstance(got, list) else [got]
             except Exception as e:  # a method that crashed: the default build stays, the reason is kept
-                w = crashed_winner(p.spec, p.budget, method, run_id, f"{type(e).__name__}: {str(e)[:300]}")
-            keep_decision(db, w, tkey)
-            done[key] = w
-            on_event(key, "done", w)
+                winners = [Winner(p.spec.key, p.spec.task_id, None, None, None, None, method, run_id, None,
+                                  {"error": f"{type(e).__name__}: {str(e)[:300]}", "budget": p.budget})
+                           for p in profs]
+            for w in winners:
+                if w.source or settled_default(w):
+                    db.put(w, tkey)
+                done[w.kernel_key] = w
+                on_event(w.kernel_key, "done", w)
     _drain(events, on_event)
     return done
-
-
-def crashed_winner(spec: KernelSpec, budget: str | None, method: str, run_id: str, error: str) -> Winner:
-    """The decision for a kernel whose tuning job died: the default build stays, the reason is kept."""
-    return Winner(spec.key, spec.task_id, None, None, None, None, method, run_id, None,
-                  {"error": error, "budget": budget})
-
-
-def keep_decision(db: TuningDB, w: Winner, tkey: str) -> None:
-    """Into the db at once (what --resume relies on): a winner, or a default the attempt settled."""
-    if w.source or settled_default(w):
-        db.put(w, tkey)
 
 
 def _drain(events: Any, on_event: Callable[[str, str, Any], None]) -> None:

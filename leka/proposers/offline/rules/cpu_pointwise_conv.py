@@ -5,7 +5,8 @@ output, so they are fused before tiling: the vector runs along p (16 fp32 lanes)
 row (8x8, 16x16 maps) as the generic conv tile must; maps whose pixel count the vector width does not
 divide are declined (measured slower than that tile). The register tile is (reg output channels) x
 (vecs vectors of pixels), the whole input-channel reduction runs inside it, each input vector is reused
-by `reg` channels and each weight is broadcast; the outer (channel-block, pixel-block) loops are parallel, the accumulator tile is written back
+by `reg` channels and each weight is broadcast; the outer (channel-block, pixel-block) loops are
+parallel, the accumulator tile is written back
 with the fused epilogue (bias, relu, residual add) inlined there. Declines anything else: kernels wider than
 1x1, strided or padded inputs (the input's spatial extent differs from the output's), NHWC (there the output
 channels are contiguous and cpu.conv_register_tile already vectorises them), depthwise/grouped convolutions.

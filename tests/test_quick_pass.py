@@ -1,0 +1,59 @@
+"""`leka optimize`'s quick pass for kernels under the share threshold: the budget split reserves its slice,
+and run_quick judges the offline rules' first candidates (correct through the evaluator, or not taken)."""
+from __future__ import annotations
+
+import pytest
+
+from leka.optimize.extract import KernelSpec
+from leka.optimize.profile import MIN_SHARE, QUICK_FRACTION, KernelProfile, split_budget
+from leka.optimize.tune import QUICK_CANDIDATES, QuickJob, noise_floor, run_quick
+
+
+def _spec(name: str = "dw") -> KernelSpec:
+    """A depthwise 3x3 conv + relu kernel (NCHW, 16 channels, 16x16), as `leka optimize` extracts one."""
+    from tvm import te, topi
+
+    x = te.placeholder((1, 16, 16, 16), "float32", name="X")
+    w = te.placeholder((16, 1, 3, 3), "float32", name="W")
+    out = topi.nn.relu(topi.nn.depthwise_conv2d_nchw(x, w, stride=1, padding=1, dilation=1))
+    func = te.create_prim_func([x, w, out]).with_attr("global_symbol", "main")
+    args = [("X", (1, 16, 16, 16), "float32", "input"), ("W", (16, 1, 3, 3), "float32", "input"),
+            ("out", (1, 16, 16, 16), "float32", "output")]
+    return KernelSpec(f"{name}0123456789abcdef"[:16], name, [name], 1, func.script(), args)
+
+
+def _profiles(shares: list[float]) -> list[KernelProfile]:
+    return [KernelProfile(_spec(f"k{i}"), 1.0, share=s) for i, s in enumerate(shares)]
+
+
+def test_small_kernels_get_the_quick_pass_slice():
+    profs = _profiles([0.6, 0.38, 0.01, 0.01])
+    split_budget(profs, "minutes=10")
+    big, small = profs[:2], profs[2:]
+    assert all(p.budget and not p.quick for p in big) and all(p.budget is None and p.quick for p in small)
+    searched = sum(float(p.budget.split("=")[1]) for p in big)
+    assert searched == pytest.approx(10 * (1 - QUICK_FRACTION))
+    assert sum(p.quick_minutes for p in small) == pytest.approx(10 * QUICK_FRACTION)
+    assert all(p.share < MIN_SHARE for p in small)
+
+
+def test_no_small_kernels_no_reserve_and_quick_can_be_off():
+    profs = _profiles([0.7, 0.3])
+    split_budget(profs, "minutes=10")
+    assert sum(float(p.budget.split("=")[1]) for p in profs) == pytest.approx(10)
+    profs = _profiles([0.99, 0.01])
+    split_budget(profs, "minutes=10", quick=False)
+    assert profs[0].budget == "minutes=10" and not profs[1].quick
+
+
+def test_quick_pass_judges_rule_candidates_through_the_evaluator():
+    (w,) = run_quick(QuickJob([_spec()], "host-cpu", "test-run", None, minutes=None))
+    judged = w.detail["candidates"]
+    assert 1 <= len(judged) <= QUICK_CANDIDATES and w.method == "quick-rules"
+    assert all(j.get("correct") for j in judged if "error" not in j), judged
+    if w.source is not None:  # taken only as a verified winner beyond the noise
+        assert w.detail["rule"] and w.speedup > w.detail["noise_floor"] >= noise_floor({})
+
+
+def test_quick_pass_stops_at_its_time_limit():
+    assert run_quick(QuickJob([_spec()], "host-cpu", "test-run", None, minutes=-1.0)) == []
