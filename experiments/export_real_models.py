@@ -31,6 +31,7 @@ MODELS = {
     "mobilenet_v2": (64, [("torchscript", 11), ("dynamo", 18)]),
     "mobilenet_v3_small": (64, [("torchscript", 13), ("dynamo", 21)]),
     "shufflenet_v2_x0_5": (64, [("torchscript", 11), ("dynamo", 18)]),
+    "regnet_x_400mf": (64, [("torchscript", 13)]),  # grouped convolutions (group width 16)
 }
 
 

@@ -31,7 +31,7 @@ def test_bundled_models_are_small_structure_only_files_of_several_families_and_o
         assert weights and all(rm._is_stripped(t) for t in weights), name
         families.add(name.split("_")[0].split("-")[0].rstrip("0123456789"))
         opsets.add(int(prov["opset"]))
-    assert {"squeezenet", "inception", "googlenet", "resnet", "mobilenet", "shufflenet"} <= families
+    assert {"squeezenet", "inception", "googlenet", "resnet", "mobilenet", "shufflenet", "regnet"} <= families
     assert min(opsets) <= 9 and max(opsets) >= 18
 
 
