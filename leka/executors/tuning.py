@@ -1,6 +1,8 @@
-"""The kernels of `leka optimize` as executor jobs: one job per kernel (leka.optimize.tune.run_job, a method
-attempt under the kernel's share of the budget), decided and written to the tuning database by the driver as
-each comes back, so a Ray cluster tunes a model's kernels in parallel and --resume loses no finished kernel."""
+"""The kernels of `leka optimize` as executor jobs: one job per kernel with a budget
+(leka.optimize.tune.run_job, a method attempt under the kernel's share of the budget), decided and written to
+the tuning database by the driver as each comes back, so a Ray cluster tunes a model's kernels in parallel and
+--resume loses no finished kernel. The decision rules are tune.py's (settled_default); only the dispatch
+differs from its local worker processes."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -9,13 +11,21 @@ from .base import PLACED, Executor, Job, needs_gpu
 from .progress import node_label
 
 
-def run_tune_jobs(executor: Executor, tune_jobs: list[Any], on_event: Callable[[str, str, Any], None], db: Any,
-                  tkey: str) -> dict[str, Any]:
-    """Decisions by kernel key for `tune_jobs` (leka.optimize.tune.TuneJob); on_event gets the jobs' own
-    events ("start", "msg"), "placed" with the node each starts on, and "done" with the decision."""
-    from leka.optimize.tune import crashed_winner, keep_decision, run_job
+def tune_on_executor(executor: Executor, profs: list[Any], preset: Any, method: str, options: dict[str, Any],
+                     run_id: str, db: Any, on_event: Callable[[str, str, Any], None],
+                     rpc: str | None = None) -> dict[str, Any]:
+    """Decisions by kernel key for every kernel of `profs` (leka.optimize.profile.KernelProfile) with a budget;
+    on_event gets the jobs' own events ("start", "msg"), "placed" with the node each starts on, and "done"
+    with the decision (leka.optimize.view.OptimizeView.event)."""
+    import os
 
-    by_key = {j.spec.key: j for j in tune_jobs}
+    from leka.optimize.db import Winner, target_key
+    from leka.optimize.tune import TuneJob, run_job, settled_default
+
+    target = preset.target if preset.name == "custom" else preset.name
+    home, tkey = os.environ.get("LEKA_HOME"), target_key(preset)
+    by_key = {p.spec.key: TuneJob(p.spec, target, method, options, p.budget, run_id, home, rpc)
+              for p in profs if p.budget is not None}
     jobs = [Job(k, j, timed=not j.rpc, gpu=not j.rpc and needs_gpu(j.target)) for k, j in by_key.items()]
 
     def event(key: str, kind: str, payload: Any) -> None:
@@ -24,10 +34,14 @@ def run_tune_jobs(executor: Executor, tune_jobs: list[Any], on_event: Callable[[
     done: dict[str, Any] = {}
     for d in executor.run_jobs(run_job, jobs, event):
         j = d.job.payload
-        w = d.value if d.error is None else crashed_winner(j.spec, j.budget, j.method, j.run_id, d.error)
+        w = d.value
+        if d.error is not None:  # the job died (a lost node, a dead worker): the default build stays
+            w = Winner(j.spec.key, j.spec.task_id, None, None, None, None, j.method, j.run_id, None,
+                       {"error": d.error, "budget": j.budget})
         if d.where is not None:
             w.detail["where"] = d.where
-        keep_decision(db, w, tkey)
+        if w.source or settled_default(w):  # into the db at once: what --resume relies on
+            db.put(w, tkey)
         done[d.job.key] = w
         on_event(d.job.key, "done", w)
     return done

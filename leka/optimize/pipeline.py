@@ -103,8 +103,14 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
         if p.spec.key in decisions:
             p.budget = None
     with view:
-        decisions.update(tune_all(profs, preset, opts.method, opts.method_options(), run_id, db, opts.jobs,
-                                  view.event, rpc=opts.rpc, executor=opts.executor))
+        if opts.executor is not None:  # the searched kernels as jobs of an executor (leka/executors: Ray)
+            from leka.executors.tuning import tune_on_executor
+
+            decisions.update(tune_on_executor(opts.executor, profs, preset, opts.method, opts.method_options(),
+                                              run_id, db, view.event, rpc=opts.rpc))
+        rest = [p for p in profs if p.spec.key not in decisions]
+        decisions.update(tune_all(rest, preset, opts.method, opts.method_options(), run_id, db, opts.jobs,
+                                  view.event, rpc=opts.rpc))
     return decisions
 
 
