@@ -45,8 +45,6 @@ OPEN: dict[str, str] = {
     "matmul/lie-runs": "open: 1000x more runs of a 1000x shorter time (the same total work) on a ~1 ms kernel reads "
                        "like a ~1 µs kernel in rounds of 1,000-3,000 runs: the total work, the runs cap, the per-call "
                        "floor and the output-bytes floor (0.17 µs) all hold (9,241x believed)",
-    "t_ghost_branch/hack_wrong_on_sorted": "open: no held-back family has increasing runs since 'sorted' "
-                                           "was replaced by 'skewed' (76a74db)",
 }
 
 

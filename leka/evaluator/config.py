@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from leka.tasks.task import FLOAT_DISTS, HOLDOUT_DISTS
+from leka.tasks.task import FLOAT_DISTS, HOLDOUT_DISTS, KNOWN_DISTS
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,9 @@ class EvalConfig:
         bad = [d for d in self.dists if d not in FLOAT_DISTS]
         if bad:
             raise ValueError(f"unknown input distribution(s) {bad}; known: {FLOAT_DISTS}")
-        bad = [d for d in self.holdout_dists if d not in HOLDOUT_DISTS + FLOAT_DISTS]
+        bad = [d for d in self.holdout_dists if d not in KNOWN_DISTS]
         if bad:
-            raise ValueError(f"unknown held-back distribution(s) {bad}; known: {HOLDOUT_DISTS}")
+            raise ValueError(f"unknown held-back distribution(s) {bad}; known: {KNOWN_DISTS}")
         if self.trials < 1:
             raise ValueError("trials must be >= 1")
         if self.seed is not None and not 0 <= self.seed < 2**63:

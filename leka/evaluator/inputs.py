@@ -58,8 +58,9 @@ def _trial(task: Task, rng: np.random.Generator, dist: str, label: str) -> Trial
 def make_trials(task: Task, cfg: EvalConfig, seed: int, holdout: bool, measure: bool) -> TrialSet:
     trials = [_trial(task, _rng(seed, 0, i), d, d)
               for i, d in enumerate(cfg.dists[i % len(cfg.dists)] for i in range(cfg.trials))]
-    if holdout:
-        trials += [_trial(task, _rng(seed, 1, i), d, HELD_BACK) for i, d in enumerate(cfg.holdout_dists)]
+    if holdout:  # (a family the task declares it cannot take keeps its stream index: the others replay alike)
+        trials += [_trial(task, _rng(seed, 1, i), d, HELD_BACK) for i, d in enumerate(cfg.holdout_dists)
+                   if d not in task.holdout_skip]
     timing = _trial(task, _rng(seed, 2, 0), cfg.dists[0], cfg.dists[0]) if measure else None
     return TrialSet(seed, trials, timing, fill_seed=int(_rng(seed, 3, 0).integers(0, 2**62)))
 

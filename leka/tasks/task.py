@@ -19,7 +19,14 @@ DOMAINS = ("vision", "image-processing", "speech-audio", "nlp", "signal-processi
 FLOAT_DISTS = ("normal", "uniform", "heavy", "mixed-scale", "positive")
 # Held-back distributions: used only when an evaluation judges (EvalConfig.holdout), never in the feedback a
 # method's search sees, so a kernel fitted to the search's inputs meets data it was never shown.
-HOLDOUT_DISTS = ("laplace", "spikes", "skewed")
+# The structured ones arrange values along memory order (the last axis first, across rows): monotone runs
+# (alternately ascending and descending), constant runs, alternating sides of the median. Independent draws
+# almost never show such structure, so a kernel with a branch keyed on it (a "ghost branch": wrong only when the
+# first channels increase) passes every other family. The first run starts at element 0 and is at least 8 long,
+# so a branch keyed on the leading elements meets its structure in every trial.
+STRUCTURED_DISTS = ("runs", "steps", "alternating")
+HOLDOUT_DISTS = ("laplace", "spikes", "skewed") + STRUCTURED_DISTS
+KNOWN_DISTS = FLOAT_DISTS + HOLDOUT_DISTS
 INT_TOLERANCES = ("exact", "ties")
 # Integer outputs rounded from a real value: an element may be off by one only where the exact (float64)
 # pre-rounding value lies within TIE_EPS of a rounding boundary k + 0.5. float32 arithmetic in the kernel moves
@@ -82,6 +89,10 @@ class Task:
     # Optional custom generator: (rng, dist) -> list of input arrays in input order.
     make_inputs: Callable[[np.random.Generator, str], list[np.ndarray]] | None = None
     onnx_model: Callable[[], Any] | None = None  # -> onnx.ModelProto, when an ONNX form exists
+    # Held-back families this task cannot take -> why: only where its definition is ill-conditioned on that
+    # structure, so that even a correct float32 kernel (the naive lowering) misses the tolerance. Judging leaves
+    # them out for this task (leka.evaluator.inputs.make_trials); experiments/holdout_families.py finds them.
+    holdout_skip: dict[str, str] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     source: str = "builtin"  # "builtin" or the user file it came from
     extra: dict[str, Any] = field(default_factory=dict)
@@ -99,6 +110,10 @@ class Task:
             raise ValueError(f"task {self.id}: int_tolerance {self.int_tolerance!r}; known: {INT_TOLERANCES}")
         if (self.int_tolerance == "ties") != (self.pre_rounding is not None):
             raise ValueError(f"task {self.id}: int_tolerance='ties' and pre_rounding go together")
+        for fam, why in self.holdout_skip.items():
+            if fam not in HOLDOUT_DISTS or not why.strip():
+                raise ValueError(f"task {self.id}: holdout_skip needs held-back family names "
+                                 f"({', '.join(HOLDOUT_DISTS)}) with a reason each, got {fam!r}")
 
     def tolerance(self, spec: ArgSpec | None = None) -> tuple[float, float]:
         """(rtol, atol_scale) of output `spec` (default: the first). Integer outputs are exact: the task's
@@ -147,10 +162,10 @@ def generate(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
     """Draw one input array from distribution `dist` (see FLOAT_DISTS)."""
     dt = np.dtype(spec.dtype)
     shape = spec.shape
+    if dist in STRUCTURED_DISTS and dt.kind != "b":
+        return _structured(spec, rng, dist)
     if dt.kind in "iu":
-        info = np.iinfo(dt)
-        lo = int(spec.low) if spec.low is not None else max(info.min, -128)
-        hi = int(spec.high) if spec.high is not None else min(info.max, 127) + 1
+        lo, hi = _int_range(spec, dt)
         x = rng.integers(lo, hi, size=shape, dtype=np.int64)
         if dist == "spikes":  # a tenth of the elements at the ends of the range: saturation paths
             x = np.where(rng.random(shape) < 0.1, rng.choice([lo, hi - 1], size=shape), x)
@@ -174,7 +189,7 @@ def generate(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
     elif d in HOLDOUT_DISTS:
         x = _holdout(d, rng, shape)
     else:
-        raise ValueError(f"unknown input distribution {d!r}; known: {', '.join(FLOAT_DISTS + HOLDOUT_DISTS)}")
+        raise ValueError(f"unknown input distribution {d!r}; known: {', '.join(KNOWN_DISTS)}")
     if dt == np.float16 and d in ("heavy", "spikes"):  # keep fp16 products/sums finite: fp16 tasks test
         x = np.clip(x, -16.0, 16.0)  # precision, not overflow
     if spec.low is not None or spec.high is not None:
@@ -189,6 +204,76 @@ def _holdout(dist: str, rng: np.random.Generator, shape: tuple[int, ...]) -> np.
     if dist == "spikes":  # a quiet background with rare large spikes of either sign
         x = rng.standard_normal(shape) * 0.05
         return np.where(rng.random(shape) < 0.02, rng.uniform(5.0, 40.0, shape) * rng.choice([-1.0, 1.0], shape), x)
-    # "skewed": one long tail and a mean of 1 (sorted rows were tried and dropped: consecutive sorted rows are
-    # nearly parallel, which makes 1 - cos ill-conditioned in float32 for the naive lowering itself)
+    # "skewed": one long tail and a mean of 1 (whole sorted rows were dropped: neighbouring sorted rows are nearly
+    # parallel, which makes 1 - cos ill-conditioned in float32 for the naive lowering itself; "runs" sorts runs
+    # with boundaries of their own in each row instead)
     return rng.gamma(2.0, 1.0, shape) - 1.0
+
+
+def _int_range(spec: ArgSpec, dt: np.dtype) -> tuple[int, int]:
+    """[low, high) of an integer input's values (default: the int8 range clipped to the dtype)."""
+    info = np.iinfo(dt)
+    lo = int(spec.low) if spec.low is not None else max(info.min, -128)
+    hi = int(spec.high) if spec.high is not None else min(info.max, 127) + 1
+    return lo, hi
+
+
+def _structured(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
+    """A STRUCTURED_DISTS family: uniform levels in (0, 1) arranged along memory order, mapped to the input's
+    domain by a quantile function (integers: uniform over [low, high); floats: a unit-variance logistic,
+    close to the normal; floats with their own `positive` or `uniform` domain: uniform on [0.1, 2) or [-1, 1)).
+    Built in O(n): no sort."""
+    dt = np.dtype(spec.dtype)
+    n = int(np.prod(spec.shape, dtype=np.int64))
+    u = _structured_levels(dist, rng, n) if n else np.zeros(0)
+    if dt.kind in "iu":
+        lo, hi = _int_range(spec, dt)
+        x = np.minimum(lo + np.floor(u * (hi - lo)), hi - 1)
+    elif spec.dist == "positive":  # an input's own domain, as in FLOAT_DISTS
+        x = 0.1 + 1.9 * u
+    elif spec.dist == "uniform":
+        x = 2.0 * u - 1.0
+    else:
+        u = np.clip(u, 1e-12, 1.0 - 1e-12)
+        x = (np.log(u) - np.log1p(-u)) * (np.sqrt(3.0) / np.pi)
+        if spec.low is not None or spec.high is not None:
+            x = np.clip(x, spec.low if spec.low is not None else -np.inf, spec.high if spec.high is not None else np.inf)
+    return np.ascontiguousarray(x.astype(dt)).reshape(spec.shape)  # (ascontiguousarray makes 0-d 1-d)
+
+
+def _run_lengths(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Lengths of the runs covering n elements: the first 8..64, the rest log-uniform over 2..256 (long runs
+    cover whole rows); the last one cut at n."""
+    parts = [np.array([rng.integers(8, 65)])]
+    total = int(parts[0][0])
+    while total < n:  # ~52 elements a run on average: one or two draws
+        more = np.floor(np.exp(rng.uniform(np.log(2.0), np.log(257.0), (n - total) // 40 + 8))).astype(np.int64)
+        parts.append(more)
+        total += int(more.sum())
+    lengths = np.concatenate(parts)
+    ends = np.cumsum(lengths)
+    k = int(np.searchsorted(ends, n))  # the run holding element n - 1
+    lengths = lengths[: k + 1].copy()
+    lengths[k] -= int(ends[k]) - n
+    return lengths
+
+
+def _structured_levels(dist: str, rng: np.random.Generator, n: int) -> np.ndarray:
+    """n levels in [0, 1) with the family's structure along the flat index."""
+    if dist == "alternating":  # above and below the median in turn (alternating signs for symmetric domains)
+        v = 0.5 * rng.random(n)
+        return np.where(np.arange(n) % 2 == 0, 0.5 + v, 0.5 - v)
+    lengths = _run_lengths(rng, n)
+    run = np.repeat(np.arange(lengths.size), lengths)
+    if dist == "steps":  # constant runs
+        return rng.random(lengths.size)[run]
+    # "runs": sorted uniforms within each run (exponential spacings, normalised per run), so each run holds the
+    # order statistics of independent draws; odd runs descend
+    gaps = rng.standard_exponential(n)
+    cum = np.cumsum(gaps)
+    ends = np.cumsum(lengths) - 1
+    before = np.concatenate(([0.0], cum[ends[:-1]]))
+    within = cum - before[run]
+    total = within[ends] + rng.standard_exponential(lengths.size)
+    u = within / total[run]
+    return np.where(run % 2 == 0, u, 1.0 - u)
