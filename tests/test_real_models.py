@@ -129,7 +129,8 @@ def test_a_real_torchvision_export_optimises_and_runs(tmp_path, capsys):
 @pytest.mark.parametrize("name", sorted(rm.available()))
 def test_every_real_model_optimises_and_runs(name, tmp_path):
     manifest = _optimize_then_run(name, tmp_path, "minutes=0.5,compiles=8")
-    assert any(k["decision"].startswith(("tuned", "reused")) for k in manifest["kernels"]), manifest["kernels"][:3]
+    budgeted = [k for k in manifest["kernels"] if k["budget"]]
+    assert all(k["decision"].startswith(("tuned", "reused")) for k in budgeted), budgeted
 
 
 def test_a_frontend_failure_names_the_node(tmp_path):
