@@ -326,8 +326,10 @@ class Sandbox:
         return self.proc.poll() is None
 
     def pids(self) -> dict[int, int]:
-        """Outside pid -> inside pid of every process in the sandbox's pid namespace."""
-        if self._ns is None:
+        """Outside pid -> inside pid of every process in the sandbox's pid namespace. Empty once the
+        namespace's init is gone: the kernel then ends the namespace, and may give its inode number to a
+        new one (another evaluator's sandbox), whose processes must never be taken for ours."""
+        if self._ns is None or self._init_pid is None or _ns_of(self._init_pid) != self._ns:
             return {}
         found = {}
         for name in os.listdir("/proc"):
@@ -360,6 +362,7 @@ class Sandbox:
 
     def kill(self) -> None:
         """End the whole tree: the namespace's init (the kernel then kills all in it), bwrap, the cgroup."""
+        members = set(self.pids())  # no process enters a namespace whose init is dead: these are all
         for pid in (self._init_pid, self.proc.pid):
             if pid is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -369,8 +372,9 @@ class Sandbox:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
+        ns, self._ns = self._ns, None
         for _ in range(500):  # the kernel tears the namespace down asynchronously: wait until it is empty
-            left = self.pids()
+            left = [p for p in members if ns is not None and _ns_of(p) == ns and _inner_pid(p) is not None]
             if not left:
                 break
             for pid in left:
