@@ -83,7 +83,7 @@ def _built(rule, task_id: str, tmp_path, kernels: int | None = 1) -> list:
 
 
 @pytest.mark.parametrize("task_id", ["l1-cosine_similarity_scores-2048x384", "l2-dense_bn_relu-1x640x128-f16",
-                                     "l1-rigid_transform_points-16384-f16"])
+                                     "l1-rigid_transform_points-16384-f16", "l1-softmax_keys-4x128-f16"])
 def test_fused_rows_is_one_kernel(task_id, tmp_path):
     """Reductions + epilogue (cast, bn, relu, rsqrt) as one launch, not one per block (the slice lost
     ~3.5 us per extra launch to dlight); long rows reduced by warp lanes, short ones in one thread."""
@@ -96,8 +96,10 @@ def test_fused_rows_declines_what_is_not_its():
     assert gpu_fused_rows.apply(_ctx("ex-matmul-256")) is None  # one block: nothing to fuse
     assert gpu_fused_rows.apply(_ctx("l1-relu6-7x7x960-f16")) is None  # no reduction
     assert gpu_fused_rows.apply(_ctx("l1-cosine_similarity_scores-2048x384", "host-cpu")) is None
-    # softmax: each output element would redo its row's max and sum (128x the work): over REDUNDANCY
-    assert gpu_fused_rows.apply(_ctx("l1-softmax_keys-4x128-f16")) is None
+    assert gpu_fused_rows.apply(_ctx("l1-cusum_upper-2x4096")) is None  # a scan stays serial
+    # softmax: per output element each row's max and sum would be redone 128x (over REDUNDANCY); rows are
+    # the softmax rows (depth 2 of the 3 output axes) instead
+    assert {ir.notes["knobs"]["depth"] for ir in gpu_fused_rows.apply(_ctx("l1-softmax_keys-4x128-f16"))} == {2}
 
 
 @pytest.mark.parametrize("task_id", ["l1-attn_scores_qkt-4x128x32-f16", "l1-attn_context_pv-4x128x32", "ex-matmul-256"])
@@ -133,7 +135,7 @@ def test_vector_elementwise_fp16_gather_stays_within_four_lanes(tmp_path):
 POCL_TASKS = ["l1-layernorm_lastdim-64x384", "l1-relu6-14x14x384", "l1-gemv-512x512",
               "l1-global_avgpool_nhwc-7x7x1280", "l1-add_residual_nhwc-14x14x96", "ex-softmax-512x384", "ex-matmul-256",
               "l1-cosine_similarity_scores-2048x384", "l2-dense_bn_relu-1x640x128", "l1-attn_scores_qkt-4x128x32",
-              "l1-consecutive_cosine_change-1000x32"]
+              "l1-consecutive_cosine_change-1000x32", "l2-dh_forward_kinematics-6dof-256"]
 
 
 @pytest.mark.slow

@@ -1,11 +1,13 @@
 """GPU: the whole task as ONE kernel. A reduction with its epilogue (cast, bias, norm, activation) or several
 row reductions that feed one output (cosine similarity, normalised cross-correlation) otherwise launch
 one kernel per block; on a GPU each launch costs microseconds, more than these edge-sized kernels compute.
-The output block's spatial loops are fused into rows (one output element each), `rows` per thread block;
+The output block's spatial loops are fused into rows (one output element each; or, coarser, its leading
+spatial loops: a softmax row, a batch element whose chain of small matmuls stays in one thread), `rows`
+per thread block;
 every producer is computed at the row loop (compute_at) into a register/shared buffer, and its reduction
 is either serial in the row's thread (short reductions, lanes = 1) or spread over `lanes` threads of
 threadIdx.x (warp shuffles: lanes <= 32, several rows per block on threadIdx.y).
-Declines: a single block (the other rules' case), an output block that reduces or is not the last, an
+Declines: a single block (the other rules' case), no reduction, an output block that is not the last, an
 ordered (scan) block, or a fusion that would recompute more than REDUNDANCY x the task's own work."""
 from __future__ import annotations
 
@@ -65,37 +67,51 @@ def _spread_reduction(sk, block: str, row: str, lanes: int) -> None:
     sk.do("bind", loop=sk.do("split", loop=r, factors=[None, lanes])[1], thread="threadIdx.x")
 
 
-def _build(sk, ctx: RuleContext, out, producers: list, rows: int, lanes: int, n_rows: int) -> None:
-    fused = fuse_spatial(sk, out)
+def _spread_spatial(sk, block: str, row: str, lanes: int) -> None:
+    """The spatial loops of `block` under the row loop over the row's threadIdx.x lanes (where they divide;
+    otherwise every lane computes them, the same values)."""
+    loops = sk.loops(block)
+    sp = [lp for lp in loops[loops.index(row) + 1:] if block not in sk.live.reducing_blocks(lp)]
+    if not sp:
+        return
+    f = sk.do("fuse", loops=sp)[0] if len(sp) > 1 else sp[0]
+    if sk.extent(f) % lanes == 0:
+        sk.do("bind", loop=sk.do("split", loop=f, factors=[None, lanes])[1], thread="threadIdx.x")
+
+
+def _rows_of(sk, out, depth: int) -> str:
+    """The output's first `depth` spatial loops (moved in front of its reduce loops), fused: one row each."""
+    loops = sk.loops(out.name)
+    sp = [loops[i] for i in out.spatial]
+    if [loops.index(x) for x in sp] != list(range(len(sp))):
+        sk.do("reorder", loops=sp + [loops[i] for i in out.reduce])
+    head = sp[:depth]
+    return sk.do("fuse", loops=head)[0] if len(head) > 1 else head[0]
+
+
+def _build(sk, out, producers: list, rows: int, lanes: int, depth: int) -> None:
+    fused = _rows_of(sk, out, depth)
+    n_rows = sk.extent(fused)
     bx, row = sk.do("split", loop=fused, factors=[None, rows])
     sk.do("bind", loop=bx, thread="blockIdx.x")
     sk.do("bind", loop=row, thread="threadIdx.y" if lanes > 1 else "threadIdx.x")
-    work, own = sk.extent(row) * sk.extent(bx), out.iterations
+    work, own = out.iterations, out.iterations
+    if lanes > 1:
+        _spread_spatial(sk, out.name, row, lanes)
     for p in reversed(producers):  # consumers first: each producer lands under the row loop
         sk.do("compute_at", block=p.name, loop=row)
         work += n_rows * _iterations(sk, p.name, row)
         own += p.iterations
-        if lanes > 1 and p.is_reduction:
-            _spread_reduction(sk, p.name, row, lanes)
-        # per-row intermediates: registers when the thread owns them, shared when threadIdx.x lanes reduce
+        if lanes > 1:
+            (_spread_reduction if p.is_reduction else _spread_spatial)(sk, p.name, row, lanes)
+        # per-row intermediates: registers when the thread owns them, shared when threadIdx.x lanes share them
         sk.mem_do("set_scope", block=p.name, buffer=0, scope="shared" if lanes > 1 else "local")
     if work > REDUNDANCY * own:
         raise IRApplyError(f"fusion recomputes {work / own:.1f}x the task's work")
 
 
-def apply(ctx: RuleContext) -> list[CandidateIR] | None:
-    if ctx.family not in ("cuda", "opencl"):
-        return None
-    if len(ctx.infos) < 2 or any(b.is_ordered for b in ctx.infos):
-        return None
-    out = ctx.infos[-1]
-    if not out.writes_output or out.is_reduction or sum(b.writes_output for b in ctx.infos) != 1:
-        return None
-    n_rows = int(np.prod([out.extents[i] for i in out.spatial]))
-    reductions = [b for b in ctx.infos[:-1] if b.is_reduction]
-    if not reductions:
-        return None  # elementwise chains inline into one kernel already (gpu.vector_elementwise)
-    terms = max(_terms(b) for b in reductions)
+def _at_depth(ctx: RuleContext, out, terms: int, depth: int) -> list[CandidateIR]:
+    n_rows = int(np.prod([out.extents[i] for i in out.spatial[:depth]]))
     found, seen = [], set()
     for want, lanes in _variants(terms, max_threads(ctx)):
         rows = _divisor_at_most(n_rows, want)  # LiveSchedule splits only by divisors
@@ -105,9 +121,31 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
 
         def build(sk, rows=rows, lanes=lanes):
             done = set(inline_intermediates(sk, ctx.infos, inline_padding=True))
-            producers = [b for b in ctx.infos[:-1] if b.name not in done]
-            _build(sk, ctx, out, producers, rows, lanes, n_rows)
-        ir = ctx.attempt(NAME, {"rows": rows, "lanes": lanes}, build)
+            _build(sk, out, [b for b in ctx.infos[:-1] if b.name not in done], rows, lanes, depth)
+        ir = ctx.attempt(NAME, {"rows": rows, "lanes": lanes, "depth": depth}, build)
         if ir is not None:
             found.append(ir)
+    return found
+
+
+def apply(ctx: RuleContext) -> list[CandidateIR] | None:
+    if ctx.family not in ("cuda", "opencl"):
+        return None
+    if len(ctx.infos) < 2 or any(b.is_ordered for b in ctx.infos):
+        return None
+    out = ctx.infos[-1]
+    if not out.writes_output or sum(b.writes_output for b in ctx.infos) != 1 or not out.spatial:
+        return None
+    reductions = [b for b in ctx.infos if b.is_reduction]
+    if not reductions:
+        return None  # elementwise chains inline into one kernel already (gpu.vector_elementwise)
+    terms = max(_terms(b) for b in reductions)
+    # rows = every output element; and the deepest coarser row (a softmax row, a batch element) within
+    # REDUNDANCY: each row's producers computed once for all of its outputs
+    found = [] if out.is_reduction else _at_depth(ctx, out, terms, len(out.spatial))
+    for depth in range(len(out.spatial) - 1, 0, -1):
+        coarse = _at_depth(ctx, out, terms, depth)
+        if coarse:
+            found += coarse
+            break
     return found or None
