@@ -13,6 +13,15 @@ them beyond that pick).
     (GPU host: the same multi command on .leka/cuda-slice-r2/*/)
     .venv/bin/python experiments/cuda_slice.py report --jobs .leka/cuda-slice --round2 .leka/cuda-slice-r2
 
+Round of 2026-12-01 evening (rules gpu.fused_rows, batched gpu.shared_matmul, 4-lane fp16 gathers), shaped
+for the device tool (<= 10 min per command, <= 64 MiB carried: one trial, the GPU run split by level):
+
+    .venv/bin/python experiments/cuda_slice.py prepare --out .leka/cuda-slice-v2 --k 6 --trials 1 --task-timeout 400
+    .venv/bin/python experiments/cuda_slice.py device-command --jobs .leka/cuda-slice-v2 --level l1   # and l2
+    tar xzf <files_at>/results_l1.tgz -C .leka/cuda-slice-v2                                   # both halves
+    .venv/bin/python experiments/cuda_slice.py report --jobs .leka/cuda-slice-v2 \
+        --before experiments/results/cuda_slice_h200_2026-12-01/rows.jsonl --out rows_v2.jsonl
+
 `jetson --jobs DIR` builds every prepared module (its TVMScript is kept in the job folder) for the Jetson
 preset (jetson-orin-nano, sm_87). report prints per-task times, LEKA vs dlight (Fast@1.0 by leka.bench.metrics.is_fast, geomean) and
 the best kernel's roofline fraction against the H200 peaks below.
@@ -177,16 +186,33 @@ def jetson(args) -> int:
     from leka.compiler import build
     from leka.remote.job import parse_candidate
 
+    from leka.targets import get_target
+
     ok, bad = 0, []
     for d in sorted(p for p in Path(args.jobs).iterdir() if (p / "prepare.json").exists()):
         for f in sorted(d.glob("*.tvmscript")):
             try:
-                build(parse_candidate(f.read_text()), args.jetson)
+                art = build(parse_candidate(f.read_text()), args.jetson)
+                if args.nvcc:  # the source as the board compiles it (TVM can emit CUDA that nvcc rejects)
+                    _nvcc(art.source, get_target(args.jetson).target["arch"])
                 ok += 1
             except Exception as e:  # noqa: BLE001
                 bad.append({"task": d.name, "module": f.stem, "error": str(e).splitlines()[0][:200]})
-    print(json.dumps({"jetson": args.jetson, "built": ok, "failed": len(bad), "failures": bad}))
+    print(json.dumps({"jetson": args.jetson, "built": ok, "nvcc": bool(args.nvcc), "failed": len(bad),
+                      "failures": bad}))
     return 0
+
+
+def _nvcc(source: str, arch: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.cu"
+        src.write_text(source)
+        res = subprocess.run(["nvcc", "-cubin", f"-arch={arch}", "-o", str(Path(tmp) / "k.cubin"), str(src)],
+                             capture_output=True, text=True)
+    if res.returncode:
+        raise RuntimeError(f"nvcc {arch}: {res.stderr.strip().splitlines()[0] if res.stderr.strip() else res.returncode}")
 
 
 def _record(task: dict, res: dict, name: str, base: str) -> dict:
@@ -212,7 +238,10 @@ def report(args) -> int:
     from leka.bench.metrics import is_fast
 
     rows, fast, ratios, gpu_names = [], 0, [], set()
+    before = _before(args.before)
     for d in sorted(p for p in Path(args.jobs).iterdir() if (p / "result.json").exists()):
+        if before and d.name not in before:
+            continue  # the comparison covers the earlier slice's tasks only
         if args.round2 and (Path(args.round2) / d.name / "result.json").exists():
             d = Path(args.round2) / d.name  # round 2 re-timed the round-1 best beside the new proposals
         res, job = json.loads((d / "result.json").read_text()), json.loads((d / "job.json").read_text())
@@ -246,10 +275,50 @@ def report(args) -> int:
                "geomean_vs_baseline": geo, "n_ratios": len(ratios),
                "wrong_or_crash": sum(v not in ("correct",) for r in rows for v in r["verdicts"].values())}
     print(json.dumps(summary))
+    if before:
+        _compare(rows, before)
     if args.store:
         _store(args.store, args.jobs, rows)
     if args.out:
         Path(args.out).write_text("\n".join(json.dumps(r) for r in rows + [{"summary": summary}]) + "\n")
+    return 0
+
+
+def _before(path: str | None) -> dict[str, dict]:
+    """Per-task rows of an earlier report (its rows.jsonl), by task id."""
+    if not path:
+        return {}
+    rows = [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
+    return {r["task"]: r for r in rows if "task" in r}
+
+
+def _compare(rows: list[dict], before: dict[str, dict]) -> None:
+    """Each task's best LEKA kernel vs dlight, then and now (each run's own dlight time: runs differ)."""
+    print(f"{'task':<44} {'then':>7} {'now':>7}  rule now")
+    for r in rows:
+        b = before[r["task"]]
+        then, now = b.get("speedup_vs_dlight"), r.get("speedup_vs_dlight")
+        print(f"{r['task']:<44} {then or float('nan'):7.2f} {now or float('nan'):7.2f}  {r['best_rule'] or ''}"
+              f"{'  FAST' if r['fast'] else ''}{'  (was fast)' if b.get('fast') else ''}")
+    missing = sorted(set(before) - {r["task"] for r in rows})
+    if missing:
+        print(json.dumps({"not_in_this_run": missing}))
+
+
+def device_command(args) -> int:
+    """The command line for the device tool (run from the repository root there, with `.gpu-bundle` and the
+    job folder carried): install the bundle's wheels, run one level's jobs, pack result.json/check.json."""
+    jobs, lvl = args.jobs.rstrip("/"), args.level
+    cmd = (f"python3 -m pip install -q --no-index --no-deps --target .gpu-bundle/site .gpu-bundle/whl/*.whl && "
+           f"export PYTHONPATH=$PWD/.gpu-bundle:$PWD/.gpu-bundle/site:$PWD GPU_ARCH={args.arch} && "
+           f"nvidia-smi --query-gpu=name,driver_version,clocks.current.sm,clocks.max.sm,clocks.current.memory --format=csv > $OUT/gpu.txt; "
+           f"S=$(date +%s); python3 -m leka.remote.multi --jobs {args.parallel} {jobs}/{lvl}-*/ > $OUT/multi_{lvl}.log 2>&1; "
+           f"echo rc=$? wall=$(( $(date +%s) - S ))s >> $OUT/multi_{lvl}.log; "
+           f"cd {jobs} && tar czf $OUT/results_{lvl}.tgz {lvl}-*/result.json {lvl}-*/check.json; tail -3 $OUT/multi_{lvl}.log")
+    mib = sum(f.stat().st_size for f in Path(jobs).rglob("*") if f.is_file()) / 2**20
+    bundle = sum(f.stat().st_size for f in (ROOT / ".gpu-bundle").rglob("*") if f.is_file()) / 2**20
+    print(json.dumps({"command": cmd, "chars": len(cmd), "carry": [".gpu-bundle", jobs],
+                      "carry_mib": round(mib + bundle, 1), "modules": len(list(Path(jobs).glob(f"{lvl}-*/*.so")))}))
     return 0
 
 
@@ -300,13 +369,21 @@ def main() -> int:
     j = sub.add_parser("jetson")
     j.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
     j.add_argument("--jetson", default="jetson-orin-nano")
+    j.add_argument("--nvcc", action="store_true", help="also compile each module's CUDA source with nvcc here")
     j.set_defaults(func=jetson)
     r = sub.add_parser("report")
     r.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
     r.add_argument("--out", help="write per-task rows + summary as JSONL")
     r.add_argument("--store", help="also write the records into this results store (SQLite)")
     r.add_argument("--round2", help="round-2 job folders: their results replace round 1's for those tasks")
+    r.add_argument("--before", help="an earlier report's rows.jsonl: only its tasks, and a then/now table")
     r.set_defaults(func=report)
+    dc = sub.add_parser("device-command", help="print the device tool's command for one level's jobs")
+    dc.add_argument("--jobs", default=".leka/cuda-slice-v2")
+    dc.add_argument("--level", choices=("l1", "l2"), required=True)
+    dc.add_argument("--arch", default="sm_90")
+    dc.add_argument("--parallel", type=int, default=12, help="jobs checked at once on the GPU host (phase 1)")
+    dc.set_defaults(func=device_command)
     a = ap.parse_args()
     return a.func(a)
 
