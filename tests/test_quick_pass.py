@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from leka.optimize.extract import KernelSpec
-from leka.optimize.profile import MIN_SHARE, QUICK_FRACTION, KernelProfile, split_budget
+from leka.optimize.profile import MIN_SEARCH_MINUTES, MIN_SHARE, QUICK_FRACTION, KernelProfile, split_budget
 from leka.optimize.tune import QUICK_CANDIDATES, QuickJob, noise_floor, run_quick
 
 
@@ -28,13 +28,21 @@ def _profiles(shares: list[float]) -> list[KernelProfile]:
 
 def test_small_kernels_get_the_quick_pass_slice():
     profs = _profiles([0.6, 0.38, 0.01, 0.01])
-    split_budget(profs, "minutes=10")
+    split_budget(profs, "minutes=20")
     big, small = profs[:2], profs[2:]
     assert all(p.budget and not p.quick for p in big) and all(p.budget is None and p.quick for p in small)
     searched = sum(float(p.budget.split("=")[1]) for p in big)
-    assert searched == pytest.approx(10 * (1 - QUICK_FRACTION))
-    assert sum(p.quick_minutes for p in small) == pytest.approx(10 * QUICK_FRACTION)
+    assert searched == pytest.approx(20 * (1 - QUICK_FRACTION))
+    assert sum(p.quick_minutes for p in small) == pytest.approx(20 * QUICK_FRACTION)
     assert all(p.share < MIN_SHARE for p in small)
+
+
+def test_kernels_too_small_to_search_join_the_quick_pass_with_their_minutes():
+    profs = _profiles([0.85, 0.13, 0.01, 0.01])
+    split_budget(profs, "minutes=5")  # 3.5 min searched: 0.13 of it is under MIN_SEARCH_MINUTES
+    assert profs[0].budget and not profs[0].quick
+    assert profs[1].budget is None and profs[1].quick and profs[1].quick_minutes < MIN_SEARCH_MINUTES
+    assert sum(p.quick_minutes for p in profs[1:]) + float(profs[0].budget.split("=")[1]) == pytest.approx(5)
 
 
 def test_no_small_kernels_no_reserve_and_quick_can_be_off():

@@ -5,7 +5,8 @@ divided by share, as MetaSchedule's task scheduler gives trials to the tasks tha
 Kernels under MIN_SHARE get no search: each is tuned too little to find anything, yet once the large
 kernels are tuned the many small ones add up (SqueezeNet-mini: ~3.5 of 6.3 ms). They get a quick pass
 instead (tune.run_quick: the offline rules' first candidates judged once each), which shares QUICK_FRACTION
-of the time limit; the searched kernels split the rest.
+of the time limit; the searched kernels split the rest, and one whose part is under MIN_SEARCH_MINUTES
+joins the quick pass with its minutes.
 """
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ from .extract import KernelSpec, _parse_trusted
 
 MIN_SHARE = 0.02
 QUICK_FRACTION = 0.3  # of the minutes limit, for the quick pass over the kernels under MIN_SHARE
+# A kernel whose share of the minutes is below this joins the quick pass (its minutes with it): the agent
+# spends its first ~0.3-0.7 min (worker start, the naive build's measure) before it judges any rule candidate
+# (MobileNet-blocks, minutes=3, load 14: four kernels of 0.07-0.49 min kept 4.5-15.6 ms defaults, while
+# the quick pass replaced two smaller ones by 21x and 51x in 0.5-0.7 min each)
+MIN_SEARCH_MINUTES = 1.0
 
 
 @dataclass
@@ -96,4 +102,8 @@ def split_budget(profs: list[KernelProfile], spec: str | None, quick: bool = Tru
             parts.append(f"{kind}={amount:g}" if kind not in INTEGER_KINDS else f"{kind}={int(amount)}")
         if parts is not None:
             p.budget, p.why_not = ",".join(parts), ""
+        searched = (minutes - reserve) * p.share / norm if minutes else None
+        if quick and searched is not None and searched < MIN_SEARCH_MINUTES:
+            p.budget, p.quick, p.quick_minutes = None, True, searched
+            p.why_not = f"its {searched:.2g} min < {MIN_SEARCH_MINUTES:g} min of search: quick pass"
     return whole
