@@ -131,11 +131,22 @@ def test_vector_elementwise_fp16_gather_stays_within_four_lanes(tmp_path):
     assert 8 in {ir.notes["knobs"]["vec"] for ir in gpu_vector_elementwise.apply(_ctx("l1-add_residual_nhwc-28x28x32-f16"))}
 
 
+def test_cross_thread_reduction_splits_by_a_divisor(tmp_path):
+    """16 outputs x 1081 terms (23 x 47): no power of two splits the reduction, so the rule used to decline
+    and the task ran 16 threads serially (3.4 ms on the H200); now 47 (and 23) threads share each sum."""
+    _built(gpu_cross_thread_reduction, "l2-correlative_scan_match_score-16x1081x256", tmp_path)
+    ir = gpu_cross_thread_reduction.apply(_ctx("l2-correlative_scan_match_score-16x1081x256"))[0]
+    assert {"loop": "Y.i.1", "thread": "threadIdx.x"} in [s.args for s in ir.schedule.steps if s.op == "bind"]
+    assert gpu_cross_thread_reduction._lanes(1081, 256) == 47 and gpu_cross_thread_reduction._lanes(1081, 32) == 23
+    assert gpu_cross_thread_reduction._lanes(257, 256) == 256  # prime: no useful divisor, as before
+
+
 # PoCL here has no half precision: the fp32 shapes of the same patterns (+ pooling, + a residual add)
 POCL_TASKS = ["l1-layernorm_lastdim-64x384", "l1-relu6-14x14x384", "l1-gemv-512x512",
               "l1-global_avgpool_nhwc-7x7x1280", "l1-add_residual_nhwc-14x14x96", "ex-softmax-512x384", "ex-matmul-256",
               "l1-cosine_similarity_scores-2048x384", "l2-dense_bn_relu-1x640x128", "l1-attn_scores_qkt-4x128x32",
-              "l1-consecutive_cosine_change-1000x32", "l2-dh_forward_kinematics-6dof-256"]
+              "l1-consecutive_cosine_change-1000x32", "l2-dh_forward_kinematics-6dof-256",
+              "l2-correlative_scan_match_score-16x1081x256", "l2-attention_head-4x128x32"]
 
 
 @pytest.mark.slow

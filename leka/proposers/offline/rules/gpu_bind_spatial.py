@@ -17,6 +17,11 @@ def threads_for(extent: int, cap: int, prefer: int) -> int:
     return 1
 
 
+def divisor_at_most(n: int, want: int) -> int:
+    """The largest divisor of n up to `want` (LiveSchedule splits only by divisors: 1081 terms -> 47)."""
+    return next(d for d in range(min(n, want), 0, -1) if n % d == 0)
+
+
 def fuse_spatial(sk, b) -> str | None:
     """Spatial loops first (reduction loops after them), fused into one; None when the block has none."""
     loops = sk.loops(b.name)

@@ -17,7 +17,7 @@ from leka.ir import CandidateIR, IRApplyError
 
 from ..context import RuleContext
 from ..cpu_plan import inline_intermediates
-from .gpu_bind_spatial import fuse_spatial, max_threads
+from .gpu_bind_spatial import divisor_at_most, max_threads
 
 NAME = "gpu.fused_rows"
 REDUNDANCY = 2.0  # executed iterations of the fused kernel / the blocks' own iterations, at most
@@ -37,10 +37,6 @@ def _variants(terms: int, cap: int) -> list[tuple[int, int]]:
     else:
         cands = [(8, 32), (1, 256), (2, 128), (4, 64), (128, 1)]  # the last for terms no lane count divides
     return [(r, t) for r, t in cands if r * t <= cap]
-
-
-def _divisor_at_most(n: int, want: int) -> int:
-    return next(d for d in range(min(n, want), 0, -1) if n % d == 0)
 
 
 def _iterations(sk, block: str, below: str) -> int:
@@ -114,7 +110,7 @@ def _at_depth(ctx: RuleContext, out, terms: int, depth: int) -> list[CandidateIR
     n_rows = int(np.prod([out.extents[i] for i in out.spatial[:depth]]))
     found, seen = [], set()
     for want, lanes in _variants(terms, max_threads(ctx)):
-        rows = _divisor_at_most(n_rows, want)  # LiveSchedule splits only by divisors
+        rows = divisor_at_most(n_rows, want)  # LiveSchedule splits only by divisors
         if (rows, lanes) in seen or rows * lanes < 32:
             continue
         seen.add((rows, lanes))
