@@ -7,6 +7,7 @@ from the artifact's report (optimised vs ONNX Runtime, measured alternately in o
 
 Usage: python experiments/real_models.py [--budget minutes=0.5] [--models NAME,...] [--time 1]
        [--out experiments/results/real_models_DATE]
+       python experiments/real_models.py --table-from A/results.json B/results.json   # one table of several runs
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ def _onnx_load(path: Path) -> Any:
 
 def _table(rows: list[dict[str, Any]], head: str) -> str:
     cols = ("model", "converter", "opset", "input", "import", "optimize", "kernels_replaced", "verify_max_abs_err",
-            "run_max_abs_err", "run_rel_err", "optimized_ms", "onnxruntime_ms", "opt/ORT", "optimize_s")
+            "run_max_abs_err", "run_rel_err", "optimized_ms", "tvm-naive_ms", "onnxruntime_ms", "opt/ORT", "optimize_s")
     fmt = {float: lambda v: f"{v:.3g}"}
     lines = [head, "", "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
@@ -106,7 +107,15 @@ def main() -> int:
     ap.add_argument("--models", default=",".join(available()), help="comma-separated (default: all bundled)")
     ap.add_argument("--time", type=float, default=1.0, help="seconds per build in the latency comparison")
     ap.add_argument("--out", default=str(ROOT / "experiments" / "results" / f"real_models_{time.strftime('%Y-%m-%d')}"))
+    ap.add_argument("--table-from", nargs="+", metavar="RESULTS_JSON",
+                    help="only print the table of earlier runs' results.json files (runs split over processes; a model in "
+                         "several: the later file's row)")
     args = ap.parse_args()
+    if args.table_from:
+        by_model = {r["model"]: r for f in args.table_from for r in json.loads(Path(f).read_text())}  # later wins
+        rows = list(by_model.values())
+        print(_table(rows, f"# real models: leka optimize then leka run, vs ONNX Runtime ({len(rows)} models)"))
+        return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     head = (f"# real models: leka optimize (budget {args.budget}, offline proposer) then leka run, vs ONNX Runtime\n\n"
