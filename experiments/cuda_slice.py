@@ -190,7 +190,7 @@ def jetson(args) -> int:
 
     ok, bad = 0, []
     for d in sorted(p for p in Path(args.jobs).iterdir() if (p / "prepare.json").exists()):
-        for f in sorted(d.glob("*.tvmscript")):
+        for f in sorted(d.glob(f"{args.prefix}*.tvmscript")):
             try:
                 art = build(parse_candidate(f.read_text()), args.jetson)
                 if args.nvcc:  # the source as the board compiles it (TVM can emit CUDA that nvcc rejects)
@@ -370,6 +370,7 @@ def main() -> int:
     j.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
     j.add_argument("--jetson", default="jetson-orin-nano")
     j.add_argument("--nvcc", action="store_true", help="also compile each module's CUDA source with nvcc here")
+    j.add_argument("--prefix", default="", help="only modules whose name starts so (leka-: the proposals)")
     j.set_defaults(func=jetson)
     r = sub.add_parser("report")
     r.add_argument("--jobs", default=str(ROOT / ".leka" / "cuda-slice"))
