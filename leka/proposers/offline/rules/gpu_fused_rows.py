@@ -3,10 +3,10 @@ row reductions that feed one output (cosine similarity, normalised cross-correla
 one kernel per block; on a GPU each launch costs microseconds, more than these edge-sized kernels compute.
 The output block's spatial loops are fused into rows (one output element each; or, coarser, its leading
 spatial loops: a softmax row, a batch element whose chain of small matmuls stays in one thread), `rows`
-per thread block;
-every producer is computed at the row loop (compute_at) into a register/shared buffer, and its reduction
-is either serial in the row's thread (short reductions, lanes = 1) or spread over `lanes` threads of
-threadIdx.x (warp shuffles: lanes <= 32, several rows per block on threadIdx.y).
+per thread block on threadIdx.y. Every producer is computed at the row loop (compute_at) into a register
+(lanes = 1) or shared buffer; a reduction is either serial in the row's thread (short reductions) or
+spread over `lanes` threads of threadIdx.x (TVM's allreduce: warp shuffles up to 32 lanes, shared memory
+beyond).
 Declines: a single block (the other rules' case), no reduction, an output block that is not the last, an
 ordered (scan) block, or a fusion that would recompute more than REDUNDANCY x the task's own work."""
 from __future__ import annotations
