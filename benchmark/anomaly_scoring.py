@@ -4,8 +4,6 @@ max-softmax-probability, window-to-window cosine change, int8 autoencoder output
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from leka.tasks.task import Task
@@ -33,7 +31,7 @@ def rolling_mean_std(c: int, n: int, w: int, src: str) -> Task:
         win = np.lib.stride_tricks.sliding_window_view(x.astype(np.float64), w, axis=1)
         return win.mean(-1), np.sqrt(win.var(-1) + 1e-9)
 
-    task = make_task(
+    return make_task(
         pattern="rolling_mean_std",
         tag=f"{c}x{n}w{w}",
         level=1,
@@ -47,12 +45,6 @@ def rolling_mean_std(c: int, n: int, w: int, src: str) -> Task:
         rtol=1e-3,
         desc=f"rolling mean and std over a {w}-sample window, {c} channels x {n} ({src}; rtol 1e-3: E[x²]-E[x]² form)",
     )
-    # A window inside one constant run has std 0 (reference sqrt(1e-9) = 3.2e-5); the definition's one-pass
-    # E[x²] - E[x]² leaves float32 rounding there: std up to 1.5e-3, beyond tolerance in ~half such windows
-    # (sequential float32 sums of 64 equal values in [-1, 1)), so the naive lowering itself fails.
-    why = ("windows inside constant runs: E[x²]-E[x]² cancels in float32 (std up to 1.5e-3 where the reference "
-           "has 3.2e-5)")
-    return dataclasses.replace(task, holdout_skip={"steps": why})
 
 
 def deep_svdd(b: int, k: int, h: int, src: str) -> Task:

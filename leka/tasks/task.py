@@ -241,15 +241,16 @@ def _structured(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarra
     return np.ascontiguousarray(x.astype(dt)).reshape(spec.shape)  # (ascontiguousarray makes 0-d 1-d)
 
 
-def _run_lengths(rng: np.random.Generator, n: int) -> np.ndarray:
-    """Lengths of the runs covering n elements: the first 8..64, the rest log-uniform over 2..256 (long runs
-    cover whole rows); the last one cut at n."""
-    parts = [np.array([rng.integers(8, 65)])]
+def _run_lengths(rng: np.random.Generator, n: int, longest: int) -> np.ndarray:
+    """Lengths of the runs covering n elements: the first 8..min(64, longest), the rest log-uniform over
+    2..longest; the last one cut at n."""
+    parts = [np.array([rng.integers(8, min(64, longest) + 1)])]
     total = int(parts[0][0])
-    while total < n:  # ~52 elements a run on average: one or two draws
-        more = np.floor(np.exp(rng.uniform(np.log(2.0), np.log(257.0), (n - total) // 40 + 8))).astype(np.int64)
-        parts.append(more)
-        total += int(more.sum())
+    mean = (longest - 1.0) / np.log((longest + 1.0) / 2.0) - 0.5  # of the log-uniform lengths (6.3 or 52)
+    while total < n:  # one draw, rarely two
+        more = np.floor(np.exp(rng.uniform(np.log(2.0), np.log(longest + 1.0), int((n - total) / mean * 1.05) + 8)))
+        parts.append(more.astype(np.int64))
+        total += int(parts[-1].sum())
     lengths = np.concatenate(parts)
     ends = np.cumsum(lengths)
     k = int(np.searchsorted(ends, n))  # the run holding element n - 1
@@ -263,7 +264,10 @@ def _structured_levels(dist: str, rng: np.random.Generator, n: int) -> np.ndarra
     if dist == "alternating":  # above and below the median in turn (alternating signs for symmetric domains)
         v = 0.5 * rng.random(n)
         return np.where(np.arange(n) % 2 == 0, 0.5 + v, 0.5 - v)
-    lengths = _run_lengths(rng, n)
+    # Monotone runs up to 256 long cover whole rows. Constant runs stay within 16: a longer one would hold a
+    # whole normalisation group or window (instance norm over 16x16, a 64-sample rolling std), whose zero
+    # variance the definitions' float32 arithmetic cannot resolve (the naive lowerings failed there).
+    lengths = _run_lengths(rng, n, 16 if dist == "steps" else 256)
     run = np.repeat(np.arange(lengths.size), lengths)
     if dist == "steps":  # constant runs
         return rng.random(lengths.size)[run]
