@@ -110,9 +110,9 @@ class MetaScheduleMethod:
             if stopped:  # wall-time limit: read back what the database holds
                 out = _worker({**req, "trials": 0}, Path(tmp), 300.0) or {"trials": 0, "script": None}
         ran = min(int(out["trials"]), trials)
-        if budget is not None and ran:
-            budget.charge("compiles", ran)
-            budget.charge("measurements", ran)
+        if budget is not None and ran:  # spent already (by the tuner): recorded, never refused
+            budget.settle("compiles", ran)
+            budget.settle("measurements", ran)
         meta = {"trials_allowed": trials, "trials_run": int(out["trials"]), "tune_s": out.get("tune_s"),
                 "stopped_at_time_limit": stopped, "builder_timeout_s": req["builder_timeout_s"],
                 "runner_timeout_s": req["runner_timeout_s"], "judged_uncharged": True}

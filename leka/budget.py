@@ -42,6 +42,10 @@ class BudgetExceeded(LekaError):
         super().__init__(msg)
 
 
+class AttemptBudgetExceeded(BudgetExceeded):
+    """An attempt's own limits (a method's per-task ``agent_budget``) refused: that attempt ends, the run goes on."""
+
+
 def _fmt(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
 

@@ -110,3 +110,35 @@ def test_metaschedule_spends_its_measurements(env, tmp_path, monkeypatch):
     s = samples[-1]
     assert s.meta["trials_allowed"] == 2 and shared.spent()["measurements"] == s.meta["trials_run"] <= 2
     assert s.result["compiled"] is True and s.proposer == "tvm-metaschedule"
+
+
+def test_an_attempt_out_of_its_own_budget_is_a_failed_sample_and_the_run_goes_on(env, tmp_path):
+    """A method passing its per-task limit (MetaSchedule's tuner overrunning `minutes`, seen stopping a whole
+    experiment after its second task) fails that sample; the next task still runs."""
+    from leka.bench.runner import run_benchmark
+    from leka.bench.store import ResultStore
+    from leka.methods import Sample
+    from leka.methods.options import attempt_budget
+    from leka.tasks import get_task
+
+    class Overrun:
+        name, is_llm = "overrun-test", False
+
+        def run(self, task, target, ctx):
+            budget = attempt_budget(ctx, {"agent_budget": "compiles=1"})
+            budget.charge("compiles")
+            if task.id == TASK:
+                budget.charge("compiles")  # past the attempt's own limit
+            return [Sample(result={"task": task.id, "target": target.name, "compiled": True, "correct": True,
+                                   "speedup": 1.0, "baseline": "tvm-naive"}, method=self.name,
+                           budget_spent=budget.spent())]
+
+    _, target, ev = env
+    store = ResultStore(tmp_path / "r.sqlite")
+    tasks = [get_task(TASK), get_task("ex-softmax-512x384")]
+    store.create_run("overrun-test", target.name, {}, {}, run_id="t-overrun")
+    out = run_benchmark(store, "t-overrun", tasks, target, Overrun(), 1, ev, Budget.parse(""), {})
+    assert out.stopped is None and out.done == 2
+    recs = {r["task"]: r for r in store.samples("t-overrun")}
+    assert recs[TASK]["failure"] == "budget" and "compiles limit 1" in recs[TASK]["error"]
+    assert recs["ex-softmax-512x384"]["correct"] == 1 or recs["ex-softmax-512x384"]["correct"] is True

@@ -192,7 +192,7 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                   on_start: Callable[[Any, int], None] | None = None) -> RunOutcome:
     """Run every missing (task, sample_idx) of `run_id`; returns what this invocation did.
     on_start(task, idx) is called as an attempt begins, on_sample(task, idx, record or None) as it ends."""
-    from leka.budget import BudgetExceeded
+    from leka.budget import AttemptBudgetExceeded, BudgetExceeded
     from leka.methods import MethodContext, MethodNotApplicable
 
     check_resumable(store, run_id, method, options, budget)
@@ -224,6 +224,9 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                         raise LekaError("method returned no sample")
                     rec = build_record(task, target, result[-1], idx)
                     inter = [build_record(task, target, s, idx) for s in result[:-1]]
+                except AttemptBudgetExceeded as e:  # this task's own limit: a failed sample, the run goes on
+                    rec, inter = failed_record(task, target, method.name, idx, f"attempt {e}", None), []
+                    rec["failure"] = rec["status"] = "budget"
                 except BudgetExceeded:
                     raise
                 except MethodNotApplicable as e:

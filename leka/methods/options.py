@@ -45,9 +45,19 @@ class BothBudgets:
     def charge(self, kind: str, amount: float = 1) -> None:
         if self.shared is not None and not self.shared.can_afford(kind, amount):
             self.shared.charge(kind, amount)  # raises BudgetExceeded, recording nothing anywhere
-        self.own.charge(kind, amount)
+        self._own(self.own.charge, kind, amount)
         if self.shared is not None:
             self.shared.charge(kind, amount)
+
+    @staticmethod
+    def _own(call: Any, *args: Any) -> None:
+        """The attempt's own accountant; its refusal is the attempt's, not the run's."""
+        from leka.budget import AttemptBudgetExceeded, BudgetExceeded
+
+        try:
+            call(*args)
+        except BudgetExceeded as e:
+            raise AttemptBudgetExceeded(e.kind, e.limit, e.spent, e.requested) from None
 
     def settle(self, kind: str, amount: float) -> None:
         self.own.settle(kind, amount)
@@ -55,7 +65,7 @@ class BothBudgets:
             self.shared.settle(kind, amount)
 
     def check_time(self) -> None:
-        self.own.check_time()
+        self._own(self.own.check_time)
         if self.shared is not None:
             self.shared.check_time()
 
