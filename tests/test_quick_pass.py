@@ -52,6 +52,8 @@ def test_no_small_kernels_no_reserve_and_quick_can_be_off():
     profs = _profiles([0.99, 0.01])
     split_budget(profs, "minutes=10", quick=False)
     assert profs[0].budget == "minutes=10" and not profs[1].quick
+    split_budget(profs, "compiles=100")  # no time limit: the pass would spend compiles outside the budget
+    assert profs[0].budget == "compiles=100" and not profs[1].quick
 
 
 def test_quick_pass_judges_rule_candidates_through_the_evaluator():

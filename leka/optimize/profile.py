@@ -36,7 +36,7 @@ class KernelProfile:
     budget: str | None = None  # the Budget spec this kernel gets; None = not tuned
     why_not: str = ""  # why it gets no budget
     quick: bool = False  # under MIN_SHARE: judged in the quick pass (tune.run_quick) instead of searched
-    quick_minutes: float | None = None  # its part of the quick pass's time (None: no time limit)
+    quick_minutes: float | None = None  # its part of the quick pass's time
 
     def to_json(self) -> dict[str, Any]:
         return {**self.spec.to_json(), "default_ms": self.default_ms, "share": self.share, "budget": self.budget}
@@ -75,7 +75,8 @@ def profile(specs: list[KernelSpec], preset: Any) -> list[KernelProfile]:
 
 def split_budget(profs: list[KernelProfile], spec: str | None, quick: bool = True) -> Budget:
     """Give each kernel at or above MIN_SHARE its share of every limit of `spec` (less the quick pass's part
-    of the minutes when there are kernels under MIN_SHARE and `quick`); returns the whole Budget."""
+    of the minutes when there are kernels under MIN_SHARE, `quick` and a minutes limit); returns the whole
+    Budget."""
     whole = Budget.parse(spec)
     eligible = [p for p in profs if p.share >= MIN_SHARE]
     small = [p for p in profs if p.share < MIN_SHARE]
@@ -84,8 +85,9 @@ def split_budget(profs: list[KernelProfile], spec: str | None, quick: bool = Tru
     reserve = QUICK_FRACTION * minutes if quick and small and minutes else 0.0
     for p in profs:
         p.budget, p.why_not, p.quick, p.quick_minutes = None, f"share < {MIN_SHARE:.0%}", False, None
-    for p in small if quick else []:
-        p.quick, p.quick_minutes = True, (reserve / len(small) if minutes else None)
+    # the quick pass is paid in minutes: a budget without a time limit (compiles=8) is not overspent by it
+    for p in small if quick and minutes else []:
+        p.quick, p.quick_minutes = True, reserve / len(small)
     for p in eligible:
         parts = []
         for kind in CHARGE_KINDS + ("minutes",):
