@@ -287,6 +287,31 @@ def test_parent_checks_each_kept_timed_run_against_the_reference():
         assert v is not None and not v.ok, bad
 
 
+def test_a_timed_run_off_by_rounding_on_a_few_elements_is_not_called_wrong():
+    """Mixed inputs can be worse conditioned than the trials' (a reassociated exp-of-sum was 3e-4-6e-4 off on
+    1-2 of 2048 elements against rtol 1e-4): a few elements within 10x the tolerance pass the timed-run check;
+    poison, another run's answer, or many elements off do not."""
+    from leka.evaluator.correctness import check_timed_runs
+    from leka.tasks import get_task
+
+    task = get_task("ex-matmul-256")
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((256, 256)).astype(np.float32) for _ in range(2))
+    ref = a @ b
+    rtol, _ = task.tolerance()
+
+    def run(out):
+        return [{"run": 3, "inputs": [a, b], "inputs_after": [a, b], "outputs": [out]}]
+
+    few = ref.copy()
+    few.flat[[5, 900]] *= 1 + 5 * rtol
+    assert check_timed_runs(task, run(few)) == ("", None)
+    for bad in (np.where(np.arange(ref.size).reshape(ref.shape) == 7, np.nan, ref).astype(np.float32),
+                ref * (1 + 50 * rtol), (ref * (1 + 2 * rtol)).astype(np.float32), b @ a):
+        where, v = check_timed_runs(task, run(bad.astype(np.float32)))
+        assert v is not None and not v.ok and where.startswith("timed run 3")
+
+
 def test_every_timed_run_is_equally_likely_to_be_checked():
     """The sample is uniform over the timed runs (reservoir sampling): late runs of late rounds are checked as
     often as early ones, so skipping the work on some rounds only is caught in proportion."""

@@ -124,10 +124,39 @@ def check_timed_runs(task: Any, checks: Any, max_report: int = 5) -> tuple[str, 
         if changed:
             return where, Verdict(False, changed, summary=changed)
         refs = task.run_reference([a.copy() for a in given])
-        v = check_outputs(task, list(check.get("outputs") or []), refs, task.tie_masks(given), max_report)
-        if not v.ok:
+        outputs, ties = list(check.get("outputs") or []), task.tie_masks(given)
+        v = check_outputs(task, outputs, refs, ties, max_report)
+        if not v.ok and not _rounding_only(task, outputs, refs, ties, v):
             return where, v
     return "", None
+
+
+# A timed-run check looks for work not done (poison left, another run's answer), not for rounding: the mixed
+# inputs of timed runs can be worse conditioned than the trials' (particle_filter_weights: exp of a long sum,
+# where a reassociated reduction is 3e-4-6e-4 off on 1-2 of 2048 elements against rtol 1e-4; its naive
+# lowering, which sums in the reference's order, passes). Skipped work misses on nearly every element.
+TIMED_RUN_SLACK = 10.0  # tolerance factor for the few float elements a timed run may miss by
+TIMED_RUN_MAX_SHARE = 0.001  # ... at most this share of an output's elements (and at least 2 of them)
+
+
+def _rounding_only(task: Any, outputs: list[Any], refs: Sequence[np.ndarray], ties: Sequence[np.ndarray | None],
+                   strict: Verdict) -> bool:
+    """True when a timed run's strict mismatches are a few float elements within TIMED_RUN_SLACK x tolerance."""
+    if len(outputs) != len(task.outputs) or strict.mismatch_count <= 0:
+        return False
+    for spec, got, exp, tie in zip(task.outputs, outputs, refs, ties, strict=True):
+        if not isinstance(got, np.ndarray):
+            return False
+        if exp.dtype.kind not in "fc":  # integers and booleans stay exact (off by one only at declared ties)
+            if not compare(spec.name, got, exp, 0.0, 0.0, 1, tie).ok:
+                return False
+            continue
+        rtol, atol = task.tolerance(spec)
+        if not compare(spec.name, got, exp, rtol * TIMED_RUN_SLACK, atol * TIMED_RUN_SLACK, 1, tie).ok:
+            return False
+        if compare(spec.name, got, exp, rtol, atol, 1, tie).mismatch_count > max(2, TIMED_RUN_MAX_SHARE * exp.size):
+            return False
+    return True
 
 
 def _bad_inputs(task: Any, given: list[Any]) -> str:
