@@ -353,7 +353,7 @@ def test_lying_worker_is_not_believed(monkeypatch, case):
 
 
 @contextlib.contextmanager
-def loaded_cores(monkeypatch, per_core: int = 2):
+def loaded_cores(monkeypatch, per_core: int = 3):
     """A loaded machine: `per_core` busy loops pinned to each core this process may use, and the worker's timing
     left at normal priority (as next to a benchmark running at nice -15): the worker waits for a core."""
     from leka.evaluator import sandbox
@@ -381,7 +381,7 @@ def test_timing_judged_on_a_loaded_machine(monkeypatch, mode):
             with standin_evaluator(monkeypatch, mode, "1000", measure=True) as e:
                 res = evaluate(e, DWCONV)
     usage = res.detail.get("timing_usage") or {}
-    assert usage.get("wait_s", 0) > 0.5 * usage.get("cpu_s", 1), usage  # the worker did wait for a core
+    assert usage.get("wait_s", 0) > 0.25 * usage.get("cpu_s", 1), usage  # the worker did wait for a core
     if mode == "honest":
         assert res.status == "ok" and res.speedup, (res.status, res.error)
     else:
