@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator
 
 from leka.errors import LekaError
 
@@ -59,6 +59,37 @@ def timing_policy() -> str:
     """How timed requests are prioritised (``LEKA_TIMING_PRIORITY``: rr, the default; nice; off)."""
     value = os.environ.get("LEKA_TIMING_PRIORITY", "rr").lower()
     return value if value in ("rr", "nice", "off") else "rr"
+
+
+@contextlib.contextmanager
+def thread_priority(pid: int | None, nice: int = -10) -> Iterator[None]:
+    """Every thread of process `pid` raised while the block runs, then put back. ``timing_policy()``: "rr"
+    (the default) puts the threads in the real-time round-robin class at priority 1 — any normal process
+    waits while they run, which keeps a parallel kernel's threads from being descheduled one at a time (at
+    load 9-14 half the rounds of a 2-thread kernel took 50-100x longer with nice alone); round robin, not
+    FIFO, so threads of one priority share a core; the kernel's RT throttling (sched_rt_runtime_us) still
+    leaves normal processes 5 %. "nice" uses `nice` only, "off" nothing. Needs root or CAP_SYS_NICE; without
+    it the block runs as it is."""
+    policy = timing_policy()
+    task_dir = f"/proc/{pid}/task"
+    tids = [int(t) for t in os.listdir(task_dir)] if pid and os.path.isdir(task_dir) else []
+    old: dict[int, tuple[int, Any, int]] = {}
+    for tid in [] if policy == "off" else tids:
+        try:
+            old[tid] = (os.sched_getscheduler(tid), os.sched_getparam(tid), os.getpriority(os.PRIO_PROCESS, tid))
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+            if policy == "rr":
+                with contextlib.suppress(OSError):
+                    os.sched_setscheduler(tid, os.SCHED_RR, os.sched_param(1))
+        except OSError:
+            pass
+    try:
+        yield
+    finally:
+        for tid, (sched, param, prio) in old.items():
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(tid, sched, param)
+                os.setpriority(os.PRIO_PROCESS, tid, prio)
 
 
 def disabled() -> bool:
@@ -390,33 +421,7 @@ class Sandbox:
         if self.cgroup is not None:
             self.cgroup.remove()
 
-    @contextlib.contextmanager
-    def priority(self, nice: int = -10) -> Iterator[None]:
+    def priority(self, nice: int = -10) -> contextlib.AbstractContextManager[None]:
         """Raise the scheduling priority of every worker thread (TVM's pool included) while timing, so
-        background work on a shared machine preempts the timed kernel less. ``timing_policy()``: "rr" (the
-        default) puts the threads in the real-time round-robin class at priority 1 — any normal process
-        waits while the kernel runs, which keeps a parallel kernel's threads from being descheduled one at a
-        time (at load 9-14 half the rounds of a 2-thread kernel took 50-100x longer with nice alone); round
-        robin, not FIFO, so threads of one priority share a core; the kernel's own RT throttling
-        (sched_rt_runtime_us) still leaves normal processes 5 %. "nice" uses `nice` only, "off" nothing.
-        Needs root or CAP_SYS_NICE here (nothing inside); without it timing proceeds as it is."""
-        pid, policy = self.worker_pid(), timing_policy()
-        task_dir = f"/proc/{pid}/task"
-        tids = [int(t) for t in os.listdir(task_dir)] if pid and os.path.isdir(task_dir) else []
-        old: dict[int, tuple[int, Any, int]] = {}
-        for tid in [] if policy == "off" else tids:
-            try:
-                old[tid] = (os.sched_getscheduler(tid), os.sched_getparam(tid), os.getpriority(os.PRIO_PROCESS, tid))
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-                if policy == "rr":
-                    with contextlib.suppress(OSError):
-                        os.sched_setscheduler(tid, os.SCHED_RR, os.sched_param(1))
-            except OSError:
-                pass
-        try:
-            yield
-        finally:
-            for tid, (sched, param, prio) in old.items():
-                with contextlib.suppress(OSError):
-                    os.sched_setscheduler(tid, sched, param)
-                    os.setpriority(os.PRIO_PROCESS, tid, prio)
+        background work on a shared machine does not preempt the timed kernel (`thread_priority`)."""
+        return thread_priority(self.worker_pid(), nice)
