@@ -81,14 +81,12 @@ def speedup_lower_bound(r: Record) -> float | None:
     fastest rounds, divided by 1 + SYSTEMATIC_MARGIN. A measurement whose rounds disagree, or where one side
     was preempted in most rounds on a loaded machine, gets a low bound whatever its headline. Without them:
     speedup / (1 + FALLBACK_MARGIN + spread + baseline_spread)."""
-    s = r.get("speedup")
-    if not s or s <= 0:
+    got = _ratio_band(r)
+    if got is None:
         return None
-    ratios = _paired_ratios(r)
+    s, ratios, k, noise = got
     if ratios is None:
-        noise = FALLBACK_MARGIN + float(r.get("spread") or 0.0) + float(r.get("baseline_spread") or 0.0)
         return s / (1.0 + noise)
-    k = _order_statistic_rank(len(ratios), FAST_CONFIDENCE)
     caps = [sorted(ratios)[k - 1], s] + [b for b in (_best_round_ratio(r),) if b is not None]
     return min(caps) / (1.0 + SYSTEMATIC_MARGIN)
 
@@ -96,15 +94,25 @@ def speedup_lower_bound(r: Record) -> float | None:
 def speedup_upper_bound(r: Record) -> float | None:
     """The mirror of speedup_lower_bound: the speedup this sample cannot exceed beyond its noise (the upper
     order statistic of the per-round ratios, at least the headline, times 1 + SYSTEMATIC_MARGIN)."""
+    got = _ratio_band(r)
+    if got is None:
+        return None
+    s, ratios, k, noise = got
+    if ratios is None:
+        return s * (1.0 + noise)
+    return max(sorted(ratios)[len(ratios) - k], s) * (1.0 + SYSTEMATIC_MARGIN)
+
+
+def _ratio_band(r: Record) -> tuple[float, list[float] | None, int, float] | None:
+    """What both bounds start from: (headline speedup, per-round ratios or None, order-statistic rank, the
+    fallback's relative noise for records without rounds); None when the sample was not timed."""
     s = r.get("speedup")
     if not s or s <= 0:
         return None
     ratios = _paired_ratios(r)
-    if ratios is None:
-        noise = FALLBACK_MARGIN + float(r.get("spread") or 0.0) + float(r.get("baseline_spread") or 0.0)
-        return s * (1.0 + noise)
-    k = _order_statistic_rank(len(ratios), FAST_CONFIDENCE)
-    return max(sorted(ratios)[len(ratios) - k], s) * (1.0 + SYSTEMATIC_MARGIN)
+    noise = FALLBACK_MARGIN + float(r.get("spread") or 0.0) + float(r.get("baseline_spread") or 0.0)
+    k = _order_statistic_rank(len(ratios), FAST_CONFIDENCE) if ratios is not None else 0
+    return s, ratios, k, noise
 
 
 def is_slower(r: Record) -> bool:

@@ -1,8 +1,8 @@
 """The kernels of `leka optimize` as executor jobs: one job per kernel with a budget
 (leka.optimize.tune.run_job, a method attempt under the kernel's share of the budget), decided and written to
 the tuning database by the driver as each comes back, so a Ray cluster tunes a model's kernels in parallel and
---resume loses no finished kernel. The decision rules are tune.py's (settled_default); only the dispatch
-differs from its local worker processes."""
+--resume loses no finished kernel. The decision rules are tune.py's (crashed_winner, record_decision); only
+the dispatch differs from its local worker processes."""
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -19,8 +19,8 @@ def tune_on_executor(executor: Executor, profs: list[Any], preset: Any, method: 
     with the decision (leka.optimize.view.OptimizeView.event)."""
     import os
 
-    from leka.optimize.db import Winner, target_key
-    from leka.optimize.tune import TuneJob, run_job, settled_default
+    from leka.optimize.db import target_key
+    from leka.optimize.tune import TuneJob, crashed_winner, record_decision, run_job
 
     target = preset.target if preset.name == "custom" else preset.name
     home, tkey = os.environ.get("LEKA_HOME"), target_key(preset)
@@ -36,12 +36,10 @@ def tune_on_executor(executor: Executor, profs: list[Any], preset: Any, method: 
         j = d.job.payload
         w = d.value
         if d.error is not None:  # the job died (a lost node, a dead worker): the default build stays
-            w = Winner(j.spec.key, j.spec.task_id, None, None, None, None, j.method, j.run_id, None,
-                       {"error": d.error, "budget": j.budget})
+            w = crashed_winner(j.spec.key, j.spec.task_id, j.method, j.run_id, d.error, j.budget)
         if d.where is not None:
             w.detail["where"] = d.where
-        if w.source or settled_default(w):  # into the db at once: what --resume relies on
-            db.put(w, tkey)
+        record_decision(db, w, tkey)
         done[d.job.key] = w
         on_event(d.job.key, "done", w)
     return done

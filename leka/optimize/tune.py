@@ -157,6 +157,17 @@ def noise_floor(res: dict[str, Any]) -> float:
     return max(MIN_SPEEDUP, 1.0 + 0.5 * spread / rounds ** 0.5)
 
 
+def crashed_winner(key: str, task_id: str, method: str, run_id: str, error: str, budget: Any) -> Winner:
+    """A kernel whose tuning job died (a crashed method, a lost node): the default build stays, the reason kept."""
+    return Winner(key, task_id, None, None, None, None, method, run_id, None, {"error": error, "budget": budget})
+
+
+def record_decision(db: TuningDB, w: Winner, tkey: str) -> None:
+    """Into the db at once, a winner or a settled default (what --resume relies on)."""
+    if w.source or settled_default(w):
+        db.put(w, tkey)
+
+
 def settled_default(w: Winner) -> bool:
     """A kept default is worth remembering only when the attempt ran and found no gain; a failed attempt
     (crash, timeout) or a gain lost in the noise is tried again by the next run."""
@@ -218,12 +229,10 @@ def _collect(running: dict[str, tuple[Any, list[KernelProfile]]], events: Any,
                 got = res.get()
                 winners = got if isinstance(got, list) else [got]
             except Exception as e:  # a method that crashed: the default build stays, the reason is kept
-                winners = [Winner(p.spec.key, p.spec.task_id, None, None, None, None, method, run_id, None,
-                                  {"error": f"{type(e).__name__}: {str(e)[:300]}", "budget": p.budget})
-                           for p in profs]
+                winners = [crashed_winner(p.spec.key, p.spec.task_id, method, run_id,
+                                          f"{type(e).__name__}: {str(e)[:300]}", p.budget) for p in profs]
             for w in winners:
-                if w.source or settled_default(w):
-                    db.put(w, tkey)
+                record_decision(db, w, tkey)
                 done[w.kernel_key] = w
                 on_event(w.kernel_key, "done", w)
     _drain(events, on_event)
