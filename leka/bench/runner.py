@@ -182,6 +182,7 @@ class RunOutcome:
     skipped_finished: int = 0
     not_applicable: dict[str, str] = field(default_factory=dict)
     stopped: str | None = None  # "budget: ..." when the budget ran out
+    pending: int = 0  # attempts paused on measurements owed by a remote host (no sample written yet)
     wall_s: float = 0.0
 
 
@@ -194,6 +195,7 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
     on_start(task, idx) is called as an attempt begins, on_sample(task, idx, record or None) as it ends."""
     from leka.budget import AttemptBudgetExceeded, BudgetExceeded
     from leka.methods import MethodContext, MethodNotApplicable
+    from leka.remote.pending import MeasurementPending
 
     check_resumable(store, run_id, method, options, budget)
     out = RunOutcome(run_id)
@@ -229,6 +231,10 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                     rec["failure"] = rec["status"] = "budget"
                 except BudgetExceeded:
                     raise
+                except MeasurementPending:  # a remote round is owed: --resume continues the attempt
+                    out.pending += 1
+                    _advance(on_sample, task, [idx])
+                    continue
                 except MethodNotApplicable as e:
                     out.not_applicable[task.id] = str(e)
                     _advance(on_sample, task, range(idx, samples))
@@ -251,9 +257,10 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                          "samples_written": out.done})
         raise
     out.wall_s = time.perf_counter() - t0
-    if out.stopped is None:
-        store.add_event(run_id, "finished", {"samples_written": out.done, "not_applicable": out.not_applicable,
-                                             "wall_s": out.wall_s})
+    if out.stopped is None:  # "paused": attempts wait for a remote host's measurements
+        store.add_event(run_id, "paused" if out.pending else "finished",
+                        {"samples_written": out.done, "not_applicable": out.not_applicable, "wall_s": out.wall_s,
+                         "pending": out.pending})
     return out
 
 

@@ -2,7 +2,7 @@
 
 Tables (nothing is ever updated or deleted; a run's state is its latest event):
   runs(run_id, created_at, method, target, config_json, versions_json)
-  run_events(run_id, at, event, detail_json)          -- "started", "resumed", "finished", "interrupted"
+  run_events(run_id, at, event, detail_json)          -- "started", "resumed", "finished", "paused", "interrupted"
   samples(one row per (run_id, task, method, sample_idx): the final answer of one attempt)
   candidates(intermediate candidates of an attempt, linked to the sample row)
   measurements(timings of a sample: side "candidate" | "baseline", stat "round" (one per timing round,

@@ -6,6 +6,7 @@ import contextlib
 import json
 import sys
 from collections import Counter
+from pathlib import Path
 
 from .bench_results_cmd import cmd_compare, cmd_export, cmd_report, cmd_runs
 from leka.executors.cli import add_executor_flags
@@ -65,6 +66,10 @@ def register(sub) -> None:
     q.add_argument("--resume", metavar="RUN", help="continue RUN: repeats no finished sample, keeps its settings")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.add_argument("--remote", nargs="?", const="", metavar="STORE",
+                   help="--method leka measured on a host reachable only by files (a GPU box): attempts pause on "
+                        "their measurements; `leka remote batch/ingest` carry each round, `--resume RUN` goes on. "
+                        "STORE: the pending-measurement store (default `leka remote`'s)")
     add_executor_flags(q)
     q.set_defaults(func=cmd_run)
 
@@ -236,6 +241,11 @@ def cmd_run(args) -> int:
             raise LekaError("no workload matches the filters (see `leka bench list`)")
         method_name, target_spec, samples = args.method, args.target, args.samples
         options, budget_spec = _parse_options(args.option), args.budget
+        if args.remote is not None:  # few rounds by default: each step is one round on the remote host
+            from leka.remote.loop import REMOTE_K, REMOTE_STEPS
+
+            options = {"max_steps": REMOTE_STEPS, "k": REMOTE_K, **options,
+                       "remote_store": _remote_store(args, method_name)}
         trials, measure = args.trials, not args.no_measure
         run_id = None
     rpc = cfg.get("rpc") if args.resume else args.rpc
@@ -263,8 +273,8 @@ def cmd_run(args) -> int:
         out = run_on_executor(args, store, run_id, tasks, method, samples, options, {**cfg, "rpc": rpc})
     else:
         # A finished run needs no evaluator worker (starting one costs a TVM import).
-        ev = (evaluator_for(target, EvalConfig(trials=trials, measure=measure), rpc) if todo
-              else contextlib.nullcontext())
+        ev = (evaluator_for(target, EvalConfig(trials=trials, measure=measure), rpc)
+              if todo and not options.get("remote_store") else contextlib.nullcontext())
         with ev as evaluator, _Progress(len(tasks) * samples, args.quiet or not todo) as prog:
             out = run_benchmark(store, run_id, tasks, target, method, samples, evaluator, budget, options,
                                 on_sample=prog.update, on_start=prog.start)
@@ -285,8 +295,29 @@ def cmd_run(args) -> int:
     print_where(recs)
     if out.stopped:
         print(f"  stopped early ({out.stopped}); continue with --resume {run_id}", file=sys.stderr)
+    if out.pending:
+        _remote_next(out.pending, options["remote_store"], run_id)
     print(run_id)
     return 0
+
+
+def _remote_store(args, method: str) -> str:
+    from leka.errors import LekaError
+    from leka.remote.pending import DEFAULT_STORE
+
+    if method != "leka":
+        raise LekaError(f"--remote is for --method leka (its attempts pause on remote measurements), not {method}")
+    if args.executor != "local" or args.rpc:
+        raise LekaError("--remote measures in rounds of job folders: not with --executor or --rpc")
+    return str(Path(args.remote or DEFAULT_STORE).resolve())
+
+
+def _remote_next(pending: int, store: str, run_id: str) -> None:
+    print(f"  {pending} attempt(s) wait for the remote host; each round:\n"
+          f"    leka remote --store {store} batch -o jobs\n"
+          "    (GPU host) python3 -m leka.remote.multi --jobs 8 jobs/round-N/*/\n"
+          f"    leka remote --store {store} ingest jobs/round-N\n"
+          f"    leka bench run --resume {run_id}", file=sys.stderr)
 
 
 def _pct(x) -> str:

@@ -48,6 +48,19 @@ def register(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--rpc", metavar="HOST:PORT:KEY",
                    help="measure the kernels on a remote device through a TVM RPC tracker (docs/targets.md)")
+    p.add_argument("--remote", action="store_true",
+                   help="tune on a host reachable only by files (a GPU box): each kernel becomes a LEKA run that "
+                        "pauses on its measurements; the command says how to batch, run and ingest the rounds "
+                        "(`leka remote`), and the same command again builds the artifact (docs/optimize.md)")
+    p.add_argument("--remote-store", metavar="PATH",
+                   help="pending-measurement store of the remote runs (default: `leka remote`'s, "
+                        ".leka/remote/pending.sqlite)")
+    p.add_argument("--remote-steps", type=int, metavar="N",
+                   help="search steps per kernel run with --remote: one remote round each, plus one for the "
+                        "final re-measure (default 2)")
+    p.add_argument("--remote-stop", action="store_true",
+                   help="with --remote: end the waiting runs now, each kernel keeping the best candidate the "
+                        "device verified so far (else dlight's), and build")
     add_executor_flags(p, rpc=False, unit="kernel", local="--jobs worker processes here")
     p.set_defaults(func=run)
 
@@ -67,12 +80,17 @@ def run(args) -> int:
         opts = OptimizeOptions(model=args.model, target=args.target, out=args.out, shapes=list(args.shape),
                                budget=args.budget, method=args.method, llm=args.llm, base_url=args.base_url,
                                jobs=args.jobs, db=args.db, resume=args.resume, time_s=args.time, quiet=args.quiet,
-                               rpc=args.rpc, executor=executor)
+                               rpc=args.rpc, executor=executor, **_remote_options(args))
         manifest = optimize(opts)
     finally:
         if executor is not None:
             executor.close()
     from leka.optimize.pipeline import default_out
+    from leka.optimize.remote import RemoteWaiting, next_steps
+
+    if isinstance(manifest, RemoteWaiting):
+        print("\n".join(next_steps(manifest, _again(args))))
+        return 0
 
     out = args.out or default_out(args.model)
     print("\n".join(summary_lines(manifest)))
@@ -84,3 +102,26 @@ def run(args) -> int:
     print(f"artifact: {out}/ (model.so, manifest.json, report.md, report.html); run it: leka run {out} "
           "--inputs in.npz --outputs out.npz")
     return 0
+
+
+def _remote_options(args) -> dict:
+    from leka.errors import LekaError
+    from leka.optimize.remote import REMOTE_STEPS
+
+    if not args.remote and (args.remote_store or args.remote_steps is not None or args.remote_stop):
+        raise LekaError("--remote-store, --remote-steps and --remote-stop go with --remote")
+    return {"remote": args.remote, "remote_store": args.remote_store, "remote_stop": args.remote_stop,
+            "remote_steps": REMOTE_STEPS if args.remote_steps is None else args.remote_steps}
+
+
+def _again(args) -> str:
+    """The command that finishes a --remote optimisation (the options that pick the run and the artifact)."""
+    import shlex
+
+    parts = ["leka", "optimize", args.model, "--target", args.target, "--remote"]
+    for flag, value in (("-o", args.out), ("--db", args.db), ("--remote-store", args.remote_store)):
+        if value:
+            parts += [flag, value]
+    for shape in args.shape:
+        parts += ["--shape", shape]
+    return " ".join(shlex.quote(a) for a in parts)

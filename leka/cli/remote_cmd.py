@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-DEFAULT_STORE = Path(".leka") / "remote" / "pending.sqlite"
+from leka.remote.pending import DEFAULT_STORE
 
 
 def register(sub) -> None:
@@ -24,7 +23,8 @@ def register(sub) -> None:
     t.add_argument("--target", required=True)
     t.add_argument("--baseline", default="tvm-naive", choices=("tvm-naive", "tvm-dlight"))
     t.add_argument("--budget", help="Budget spec, e.g. measurements=24")
-    t.add_argument("--max-steps", type=int, help="step cap of each run")
+    t.add_argument("--max-steps", type=int, help="step cap of each run: one remote round each, plus one for the "
+                   "final re-measure (default 2)")
     b = s.add_parser("batch", help="build every pending measurement into job folders (one round)")
     b.add_argument("-o", "--out", required=True)
     b.add_argument("--trials", type=int, default=2)
@@ -45,7 +45,7 @@ def run(args) -> int:
 
     store = PendingStore(args.store)
     if args.remote_cmd == "tune":
-        policy = Policy(max_steps=args.max_steps) if args.max_steps else Policy()
+        policy = Policy(k=loop.REMOTE_K, max_steps=args.max_steps or loop.REMOTE_STEPS)
         opts = [TuneOptions(task_id=t, target=args.target, baseline=args.baseline, budget=args.budget, policy=policy)
                 for t in args.tasks]
         for rid in loop.start(store, opts):

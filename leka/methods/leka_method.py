@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from leka.remote.pending import MeasurementPending
+
 from .base import MethodContext, Sample, register_method
 from .options import ATTEMPT_BUDGET, as_bool, attempt_budget, check_options
 
@@ -24,7 +26,8 @@ class LekaMethod:
         from leka.proposers.prompting import parse_variants
 
         check_options(self.name, options, {"llm", "base_url", ATTEMPT_BUDGET, "baseline", "feedback", "prompts",
-                                           "step_limit_s", "task_limit_s", *Policy.__dataclass_fields__})
+                                           "step_limit_s", "task_limit_s", "remote_store",
+                                           *Policy.__dataclass_fields__})
         self.options = options
         knobs = {k: options[k] for k in Policy.__dataclass_fields__ if k in options}
         if "control" in knobs:
@@ -73,14 +76,21 @@ class LekaMethod:
                 resume = False
             if resume:
                 _check_same_settings(run_id, earlier["options"], self.options)
-            agent_ctx = build_context(run_id, task, target, self._proposer,
-                                      evaluate_fn(ctx.evaluator, task, baseline),
-                                      fresh_worker_fn(target, ctx.evaluator.config, task, baseline), budget, store,
+            if self.options.get("remote_store"):  # measured in rounds on a remote host (leka/remote)
+                evaluate, remeasure = _remote_fns(self.options["remote_store"], run_id, task, target, baseline)
+            else:
+                evaluate = evaluate_fn(ctx.evaluator, task, baseline)
+                remeasure = fresh_worker_fn(target, ctx.evaluator.config, task, baseline)
+            agent_ctx = build_context(run_id, task, target, self._proposer, evaluate, remeasure, budget, store,
                                       self.limits)
             ctx.say(f"leka: {task.id} run {run_id} ({proposer_label(self._proposer)})")
-            final = drive(agent_ctx, store, policy=self.policy, resume=resume, progress=NoProgress(),
-                          options={"bench_run": ctx.run_id, "method_options": self.options},
-                          restore_budget=False)
+            try:
+                final = drive(agent_ctx, store, policy=self.policy, resume=resume, progress=NoProgress(),
+                              options={"bench_run": ctx.run_id, "method_options": self.options},
+                              restore_budget=False)
+            except MeasurementPending:  # paused on its checkpoint; `leka bench run --resume` continues it
+                store.set_status(run_id, "pending")
+                raise
             steps = store.steps(run_id)
         finally:
             store.close()
@@ -99,6 +109,16 @@ class LekaMethod:
                               budget_spent=final.get("budget_spent", {}), meta=final_meta,
                               source=_final_source(final, task, target)))
         return samples
+
+
+def _remote_fns(path: str, run_id: str, task: Any, target: Any, baseline: str) -> tuple[Any, Any]:
+    """evaluate and finalize's re-measure answered by the remote host's ingested results (leka/remote)."""
+    from leka.remote.pending import PendingStore, remote_evaluate_fn
+
+    store = PendingStore(path)
+    name = getattr(target, "name", str(target))
+    return (remote_evaluate_fn(store, run_id, task, name, baseline),
+            remote_evaluate_fn(store, run_id, task, name, baseline, salt="final"))
 
 
 def _final_source(final: dict[str, Any], task: Any, target: Any) -> str | None:

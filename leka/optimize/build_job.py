@@ -33,7 +33,9 @@ def with_winners(fused: Any, replace: dict[str, str]) -> Any:
     for name, source in replace.items():
         parsed = tvm.script.from_source(_IMPORT_RE.sub(lambda m: "# " + m.group(0), source))
         func = parsed if isinstance(parsed, tvm.tirx.PrimFunc) else parsed["main"]
-        out.update_func(out.get_global_var(name), func.with_attr("global_symbol", name))
+        # marked scheduled: dlight's pass over the GPU build (compile_model) must leave a winner as it is
+        out.update_func(out.get_global_var(name), func.with_attr("global_symbol", name).with_attr(
+            "tirx.is_scheduled", True))
     return out
 
 

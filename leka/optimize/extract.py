@@ -99,6 +99,18 @@ def make_task(spec: KernelSpec, target: Any) -> Task:
                 extra={"kernel_key": spec.key, "weight": spec.weight})
 
 
+def spec_data(spec: KernelSpec) -> dict[str, Any]:
+    """The spec as JSON data (task_from_data rebuilds its Task in another process: leka/remote's store)."""
+    from dataclasses import asdict
+
+    return asdict(spec)
+
+
+def task_from_data(data: dict[str, Any]) -> Task:
+    args = [(n, tuple(s), d, r) for n, s, d, r in data["args"]]
+    return make_task(KernelSpec(**{**data, "args": args}), None)
+
+
 def _parse_trusted(script: str) -> Any:
     """Parse TVMScript that TVM itself printed from the imported model (not a candidate's text)."""
     import tvm

@@ -18,6 +18,7 @@ from .db import TuningDB, Winner, target_key
 from .extract import KernelSpec, kernel_specs, make_task
 from .importer import LoadedModel, import_model, parse_shapes
 from .profile import KernelProfile, profile, split_budget
+from .remote import REMOTE_STEPS
 from .view import OptimizeView
 
 DEFAULT_BUDGET = "minutes=10"
@@ -41,6 +42,10 @@ class OptimizeOptions:
     quiet: bool = False
     rpc: str | None = None  # TRACKER_HOST:PORT:KEY: kernels are measured on that remote device
     executor: Any = None  # a leka.executors executor (Ray): one job per kernel; None: --jobs local processes
+    remote: bool = False  # kernels tuned by runs measured on a remote host, in rounds (optimize/remote.py)
+    remote_store: str | None = None  # the pending-measurement store (default leka.remote.pending.DEFAULT_STORE)
+    remote_steps: int = REMOTE_STEPS  # search steps (remote rounds) per kernel run; finalize's re-measure is one more
+    remote_stop: bool = False  # end the waiting remote runs now with their best device-verified candidate
 
     def method_options(self) -> dict[str, Any]:
         return {k: v for k, v in (("llm", self.llm), ("base_url", self.base_url)) if v}
@@ -51,8 +56,9 @@ def default_out(model: str) -> Path:
     return p.with_name(p.stem + ".leka")
 
 
-def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> dict[str, Any]:
-    """Run the whole job; returns the manifest written to OUT (raises LekaError subclasses on bad input)."""
+def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
+    """Run the whole job; returns the manifest written to OUT, or with --remote while kernel runs wait for the
+    remote host, a remote.RemoteWaiting (raises LekaError subclasses on bad input)."""
     from leka.budget import Budget
     from leka.methods import get_method
     from leka.targets import get_target
@@ -64,6 +70,8 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> dict[st
     get_method(opts.method, opts.method_options())  # unknown method / options fail before any work
     if opts.jobs < 1:
         raise OptimizeError("--jobs must be >= 1")
+    if opts.remote:
+        _check_remote(opts, preset)
     t0 = time.monotonic()
     loaded, fused = import_model(opts.model, parse_shapes(opts.shapes))
     specs = kernel_specs(fused)
@@ -71,15 +79,22 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> dict[st
              f"({sum(s.weight for s in specs)} calls); profiling the default build on {preset.name} ...")
     profs = profile(specs, preset)
     whole = split_budget(profs, opts.budget)
-    if not preset.runnable:
+    if opts.remote:
+        for p in profs:  # measured in rounds on the remote host: --remote-steps bounds each run, not a budget
+            p.budget, p.quick, p.why_not = None, False, "remote run ended without a decision"
+    elif not preset.runnable:
         for p in profs:  # nothing can be measured here: build-only (tuned kernels come from the db only)
             p.budget, p.why_not = None, "build-only target: not measurable here"
     with TuningDB(opts.db) as db:
-        run_id, resumed = db.start_run(loaded.sha256, target_key(preset), opts.method, opts.resume)
+        # --remote: the same command again continues the run that waits for the remote host
+        run_id, resumed = db.start_run(loaded.sha256, target_key(preset), opts.method, opts.resume or opts.remote)
         view.say(f"run {run_id}{' (resumed)' if resumed else ''}; tuning db {db.path}")
         view.kernels(profs)
         try:
-            decisions = _decide(profs, preset, opts, run_id, db, view)
+            decisions, waiting = _decide(profs, preset, opts, run_id, db, view)
+            if waiting is not None:
+                db.finish_run(run_id, "waiting-remote", {"store": waiting.store, "waiting": waiting.waiting})
+                return waiting
             manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, whole, view, t0)
         except BaseException as e:
             db.finish_run(run_id, "failed" if not isinstance(e, KeyboardInterrupt) else "interrupted",
@@ -89,9 +104,26 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> dict[st
     return manifest
 
 
+def _check_remote(opts: OptimizeOptions, preset: Any) -> None:
+    if preset.family not in ("cuda", "cpu"):
+        raise OptimizeError(f"--remote runs job folders on cuda and cpu targets; {preset.name} is {preset.family}")
+    if opts.method != "leka":
+        raise OptimizeError(f"--remote tunes with the leka method (its runs pause on remote measurements), "
+                            f"not {opts.method}")
+    if opts.rpc or opts.executor is not None or opts.jobs != 1:
+        raise OptimizeError("--remote measures in rounds of job folders: not with --rpc, --executor or --jobs")
+    if opts.remote_steps < 1:
+        raise OptimizeError("--remote-steps must be >= 1")
+    if opts.remote_store is None:
+        from leka.remote.pending import DEFAULT_STORE
+
+        opts.remote_store = str(DEFAULT_STORE)
+
+
 def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_id: str, db: TuningDB,
-            view: OptimizeView) -> dict[str, Winner]:
-    """Decisions by kernel key: reused from the db (re-verified), or tuned now."""
+            view: OptimizeView) -> tuple[dict[str, Winner], Any]:
+    """Decisions by kernel key: reused from the db (re-verified), or tuned now; and with --remote, what still
+    waits for the remote host (remote.RemoteWaiting, None when nothing does)."""
     from .tune import tune_all
 
     tkey = target_key(preset)
@@ -103,6 +135,12 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
         if p.spec.key in decisions:
             p.budget = None
     with view:
+        if opts.remote:
+            from .remote import tune_remote
+
+            new, waiting = tune_remote([p for p in profs if p.spec.key not in decisions], preset, opts, run_id, db,
+                                       view.event)
+            return {**decisions, **new}, waiting
         if opts.executor is not None:  # the searched kernels as jobs of an executor (leka/executors: Ray)
             from leka.executors.tuning import tune_on_executor
 
@@ -111,7 +149,7 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
         rest = [p for p in profs if p.spec.key not in decisions]
         decisions.update(tune_all(rest, preset, opts.method, opts.method_options(), run_id, db, opts.jobs,
                                   view.event, rpc=opts.rpc))
-    return decisions
+    return decisions, None
 
 
 def _reverify(profs: list[KernelProfile], found: dict[str, Winner], preset: Any, db: TuningDB, tkey: str,
@@ -164,6 +202,12 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
         (tmp / "report.md").write_text(markdown(manifest))
         (tmp / "report.html").write_text(html_page(manifest))
     return manifest
+
+
+def _budget_spec(opts: OptimizeOptions) -> str:
+    if opts.remote:
+        return f"remote rounds: {opts.remote_steps} search step(s) per kernel + the final re-measure"
+    return opts.budget or ""
 
 
 def _threads(preset: Any) -> int:
@@ -224,6 +268,7 @@ def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProf
                                                                               ": default kept"))
         kernels.append({**p.to_json(), "decision": decision, "speedup": w.speedup if w else None,
                         "candidate_ms": w.candidate_ms if w else None, "method": w.method if w else None,
+                        "baseline": w.detail.get("baseline") if w else None,
                         "agent_run": w.agent_run if w else None, "tuned_in_run": w.run_id if w else None,
                         "detail": w.detail if w else {}})
     return {"format": FORMAT, "library": LIBRARY, "run_id": run_id, "method": opts.method, "llm": opts.llm,
@@ -232,7 +277,7 @@ def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProf
                        "runnable_here": preset.runnable, "device": {"cpu": "cpu"}.get(preset.family, preset.family)},
             "inputs": [i.to_json() for i in loaded.inputs],
             "outputs": [{"name": n} for n in loaded.outputs], "versions": versions(),
-            "kernels": kernels, "budget": {"spec": opts.budget or "", "limits": whole.limits, "spent": spent,
+            "kernels": kernels, "budget": {"spec": _budget_spec(opts), "limits": whole.limits, "spent": spent,
                                            "spent_summary": ", ".join(f"{k}={v:.4g}" for k, v in spent.items() if v)
                                            or "nothing"},
             "build_s": result.get("build_s"), "latency": result.get("latency"), "latency_threads": _threads(preset),

@@ -12,6 +12,11 @@ from typing import Any
 
 from .pending import MeasurementPending, PendingStore, remote_evaluate_fn
 
+# Defaults of a run measured remotely: each search step is one round on the remote host (finalize's fresh
+# re-measure one more), and a round costs one job per task whatever the number of candidates in it.
+REMOTE_STEPS = 2
+REMOTE_K = 4
+
 
 def _drive(store: PendingStore, run_id: str, opts: Any, *, resume: bool, trace: Any = None,
            checkpoint: str | Path | None = None) -> dict[str, Any] | None:
@@ -20,12 +25,9 @@ def _drive(store: PendingStore, run_id: str, opts: Any, *, resume: bool, trace: 
     from leka.agent.session import build_context, make_proposer
     from leka.agent.trace import TraceStore
     from leka.budget import Budget
-    from leka.tasks import all_tasks, get_task
     from leka.targets import get_target
 
-    if opts.tasks_paths:
-        all_tasks(opts.tasks_paths)
-    task, target = get_task(opts.task_id), get_target(opts.target)
+    task, target = store.task(opts.task_id, opts.tasks_paths), get_target(opts.target)
     trace = trace or TraceStore()
     budget = Budget.parse(opts.budget)
     proposer = make_proposer(opts.llm, opts.base_url, budget)

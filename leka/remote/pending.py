@@ -24,7 +24,10 @@ CREATE TABLE IF NOT EXISTS pending(key TEXT PRIMARY KEY, run_id TEXT, task TEXT,
 CREATE TABLE IF NOT EXISTS results(key TEXT PRIMARY KEY, round INTEGER, result_json TEXT);
 CREATE TABLE IF NOT EXISTS rounds(round INTEGER PRIMARY KEY, job_dir TEXT, created REAL, ingested REAL);
 CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, options_json TEXT, status TEXT);
+CREATE TABLE IF NOT EXISTS tasks(task_id TEXT PRIMARY KEY, factory TEXT, data_json TEXT);
+CREATE TABLE IF NOT EXISTS links(owner TEXT, task_id TEXT, run_id TEXT, PRIMARY KEY(owner, task_id));
 """
+DEFAULT_STORE = Path(".leka") / "remote" / "pending.sqlite"
 
 
 class MeasurementPending(LekaError):
@@ -58,9 +61,10 @@ class PendingStore:
                          (key, run_id, task, target, baseline, source, time.time()))
 
     def open_requests(self) -> list[dict[str, Any]]:
-        """Pending records without a result, oldest first."""
+        """Pending records without a result, oldest first (a stopped run's are dropped)."""
         rows = self._db.execute("SELECT key, run_id, task, target, baseline, source FROM pending WHERE key NOT IN "
-                                "(SELECT key FROM results) ORDER BY created").fetchall()
+                                "(SELECT key FROM results) AND run_id NOT IN (SELECT run_id FROM runs WHERE "
+                                "status = 'stopped') ORDER BY created").fetchall()
         return [dict(zip(("key", "run_id", "task", "target", "baseline", "source"), r)) for r in rows]
 
     def new_round(self, job_dir: str, keys: list[str]) -> int:
@@ -88,6 +92,47 @@ class PendingStore:
     def set_run(self, run_id: str, options: dict[str, Any], status: str) -> None:
         self._db.execute("INSERT INTO runs VALUES (?,?,?) ON CONFLICT(run_id) DO UPDATE SET status=excluded.status",
                          (run_id, json.dumps(options), status))
+
+    def put_task(self, task_id: str, factory: str, data: dict[str, Any]) -> None:
+        """A task outside the registry (a model's kernel): `factory` ("leka.module:function") rebuilds it
+        from `data` in whichever process batches or resumes its run."""
+        if not factory.startswith("leka."):
+            raise LekaError(f"task factory {factory!r} is not a leka function")
+        self._db.execute("INSERT OR REPLACE INTO tasks VALUES (?,?,?)", (task_id, factory, json.dumps(data)))
+
+    def task(self, task_id: str, tasks_paths: list[str] | None = None) -> Any:
+        """The Task of a run: one put here (put_task), else the registry's (with user task folders)."""
+        row = self._db.execute("SELECT factory, data_json FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        if row is not None:
+            import importlib
+
+            module, _, name = row[0].partition(":")
+            return getattr(importlib.import_module(module), name)(json.loads(row[1]))
+        from leka.tasks import all_tasks, get_task
+
+        if tasks_paths:
+            all_tasks(tasks_paths)
+        return get_task(task_id)
+
+    def link(self, owner: str, task_id: str, run_id: str) -> None:
+        """Remember that `owner` (a `leka optimize` run) started `run_id` for `task_id`."""
+        self._db.execute("INSERT OR REPLACE INTO links VALUES (?,?,?)", (owner, task_id, run_id))
+
+    def linked(self, owner: str) -> dict[str, str]:
+        """{task id: run id} of the runs `owner` started."""
+        return dict(self._db.execute("SELECT task_id, run_id FROM links WHERE owner = ?", (owner,)).fetchall())
+
+    def status(self, run_id: str) -> str | None:
+        row = self._db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return row[0] if row else None
+
+    def measured(self, task: str, target: str, baseline: str) -> list[tuple[str, dict[str, Any]]]:
+        """(source, result) of every answered measurement of `task` on `target` against `baseline`, whichever
+        run asked first (a measurement asked twice is stored once)."""
+        rows = self._db.execute("SELECT p.source, r.result_json FROM pending p JOIN results r ON p.key = r.key "
+                                "WHERE p.task = ? AND p.target = ? AND p.baseline = ?",
+                                (task, target, baseline)).fetchall()
+        return [(src, json.loads(res)) for src, res in rows]
 
     def runs(self, status: str | None = None) -> list[dict[str, Any]]:
         rows = self._db.execute("SELECT run_id, options_json, status FROM runs").fetchall()

@@ -18,7 +18,6 @@ BASE = "baseline"
 def batch(store: PendingStore, out: str | Path, *, trials: int = 2, number: int = 20, rounds: int = 7) -> list[Path]:
     """Job folders for every open request (one per task x target x baseline) under out/round-N; [] if none."""
     from leka.compiler import build, default_schedule
-    from leka.tasks import get_task
 
     from .job import make_multi_job, parse_candidate
 
@@ -33,10 +32,10 @@ def batch(store: PendingStore, out: str | Path, *, trials: int = 2, number: int 
     root = root / f"round-{rnd}"
     jobs = []
     for (task_id, target, baseline), reqs in groups.items():
-        task = get_task(task_id)
+        task = store.task(task_id)
         base = default_schedule(task.build(), target, "dlight" if baseline == "tvm-dlight" else "naive")
-        if base is None:
-            base = default_schedule(task.build(), target, "naive")
+        if base is None:  # dlight does not apply: its default is the naive lowering, and that is timed
+            base, baseline = default_schedule(task.build(), target, "naive"), "tvm-naive"
         mods = [(BASE, build(base, target), {"method": baseline})]
         for r in reqs:
             try:
@@ -82,6 +81,7 @@ def _result(job_dir: Path, job: dict, res: dict, name: str, rnd: int | None) -> 
     if out["correct"] and m.get("rounds_s") and b.get("rounds_s"):
         c_ms, b_ms = m["median_ms"], b["median_ms"]
         out.update(candidate_ms=c_ms, baseline_ms=b_ms, speedup=b_ms / c_ms, baseline=b.get("method"),
+                   rounds=len(m["rounds_s"]),
                    spread=(max(m["rounds_s"]) - min(m["rounds_s"])) * 1e3 / c_ms,
                    baseline_spread=(max(b["rounds_s"]) - min(b["rounds_s"])) * 1e3 / b_ms,
                    detail={"timing": {"candidate": {"rounds_s": m["rounds_s"], "min_s": min(m["rounds_s"])},
