@@ -87,6 +87,11 @@ def check_scheduled(live: Any, task: Any, target: Any) -> list[str]:
         threads = _threads_per_block(live)
         if threads > limit:
             errs.append(f"{threads} threads per block exceed the target's max_threads_per_block {limit}")
+        if not unbound:
+            from leka.compiler.races import lowered_races
+
+            errs += [f"shared-memory race: {r}; keep a value every thread reads in a local buffer, or "
+                     f"read it where its writer does" for r in lowered_races(live.sch.mod, preset)]
     try:
         fp = footprint_bytes(live.sch.mod)
     except Exception as e:  # the footprint is advisory; a lowering failure will show at compile time

@@ -1,10 +1,11 @@
-"""Shared GPU backend logic (CUDA and OpenCL): device source, launch geometry, the binding check."""
+"""Shared GPU backend logic (CUDA and OpenCL): device source, launch geometry, the binding and race checks."""
 from __future__ import annotations
 
 from leka.targets import TargetPreset
 
 from ..artifact import Artifact
 from ..errors import CompileError
+from ..races import shared_races
 from .base import as_module, build_relax, is_relax, lower_tir, make_artifact, relax_params, tir_params
 
 NO_BINDING = ("no thread binding: {target} needs a GPU schedule (bind loops to blockIdx/threadIdx) — "
@@ -32,6 +33,9 @@ class GPUBackend:
         # TVM 0.27 lowers an unscheduled function as host code for a GPU target without complaint.
         if not lowered.device_mods or not lowered.kernels:
             raise CompileError(NO_BINDING.format(target=preset.name))
+        races = [r for dmod in lowered.device_mods.values() for r in shared_races(dmod)]
+        if races:  # wrong on a GPU, though a serial OpenCL (PoCL) may pass it
+            raise CompileError(f"{preset.name}: shared-memory race: {races[0]}")
         src = _device_source(lowered.runtime_module)
         return make_artifact(preset, source_kind=self.source_kind, source=src, asm=None, compile_s=secs,
                             binary_bytes=len(src.encode()), allocations=lowered.allocations,

@@ -4,9 +4,9 @@ one kernel per block; on a GPU each launch costs microseconds, more than these e
 The output block's spatial loops are fused into rows (one output element each; or, coarser, its leading
 spatial loops: a softmax row, a batch element whose chain of small matmuls stays in one thread), `rows`
 per thread block on threadIdx.y. Every producer is computed at the row loop (compute_at) into a register
-(lanes = 1) or shared buffer; a reduction is either serial in the row's thread (short reductions) or
-spread over `lanes` threads of threadIdx.x (TVM's allreduce: warp shuffles up to 32 lanes, shared memory
-beyond).
+(lanes = 1, or one value per row) or a shared buffer; a reduction is either serial in the row's thread
+(short reductions) or spread over `lanes` threads of threadIdx.x (TVM's allreduce: warp shuffles up to 32
+lanes, shared memory beyond).
 Declines: a single block (the other rules' case), no reduction, an output block that is not the last, an
 ordered (scan) block, or a fusion that would recompute more than REDUNDANCY x the task's own work."""
 from __future__ import annotations
@@ -45,6 +45,16 @@ def _iterations(sk, block: str, below: str) -> int:
     n = 1
     for lp in loops[loops.index(below) + 1:]:
         n *= sk.extent(lp)
+    return n
+
+
+def _row_elements(sk, block: str, row: str) -> int:
+    """Elements of `block`'s output per row: its spatial loops under the row loop."""
+    loops = sk.loops(block)
+    n = 1
+    for lp in loops[loops.index(row) + 1:]:
+        if block not in sk.live.reducing_blocks(lp):
+            n *= sk.extent(lp)
     return n
 
 
@@ -98,10 +108,14 @@ def _build(sk, out, producers: list, rows: int, lanes: int, depth: int) -> None:
         sk.do("compute_at", block=p.name, loop=row)
         work += n_rows * _iterations(sk, p.name, row)
         own += p.iterations
+        scalar = _row_elements(sk, p.name, row) == 1
         if lanes > 1:
             (_spread_reduction if p.is_reduction else _spread_spatial)(sk, p.name, row, lanes)
-        # per-row intermediates: registers when the thread owns them, shared when threadIdx.x lanes share them
-        sk.mem_do("set_scope", block=p.name, buffer=0, scope="shared" if lanes > 1 else "local")
+        # per-row intermediates: registers when the thread owns them, shared when threadIdx.x lanes share them.
+        # One value per row (a softmax max or sum, a norm) stays in registers even across lanes: TVM's
+        # allreduce hands every lane the result, while a shared one is written by lane 0 only and read by
+        # all lanes at an equal index, where TVM puts no barrier (wrong on the H200: leka/compiler/races.py)
+        sk.mem_do("set_scope", block=p.name, buffer=0, scope="shared" if lanes > 1 and not scalar else "local")
     if work > REDUNDANCY * own:
         raise IRApplyError(f"fusion recomputes {work / own:.1f}x the task's work")
 
