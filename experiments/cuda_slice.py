@@ -14,9 +14,9 @@ them beyond that pick).
     .venv/bin/python experiments/cuda_slice.py report --jobs .leka/cuda-slice --round2 .leka/cuda-slice-r2
 
 Round of 2026-12-01 evening (rules gpu.fused_rows, batched gpu.shared_matmul, 4-lane fp16 gathers), shaped
-for the device tool (<= 10 min per command, <= 64 MiB carried: one trial, the GPU run split by level):
+for the device tool (<= 10 min per command, <= 64 MiB carried: 2 trials, the minimum; the run split by level):
 
-    .venv/bin/python experiments/cuda_slice.py prepare --out .leka/cuda-slice-v2 --k 6 --trials 1 --task-timeout 400
+    .venv/bin/python experiments/cuda_slice.py prepare --out .leka/cuda-slice-v2 --k 6 --trials 2 --task-timeout 400
     .venv/bin/python experiments/cuda_slice.py device-command --jobs .leka/cuda-slice-v2 --level l1   # and l2
     tar xzf <files_at>/results_l1.tgz -C .leka/cuda-slice-v2                                   # both halves
     .venv/bin/python experiments/cuda_slice.py report --jobs .leka/cuda-slice-v2 \
@@ -253,8 +253,9 @@ def report(args) -> int:
         best = min(timed, key=lambda n: res["modules"][n]["median_ms"], default=None)
         rec = _record(prep, res, best, base) if best else {"task": prep["task"], "correct": False, "compiled": True}
         verdicts = {n: res["modules"][n]["verdict"] for n in res["modules"]}
+        trials = {n: len(res["modules"][n].get("trials") or []) for n in res["modules"]}  # inputs checked on
         row = {**prep, "round": 2 if args.round2 and d.parent == Path(args.round2) else 1, "dir": str(d), "baseline": base,
-               "verdicts": verdicts,
+               "verdicts": verdicts, "trials": trials,
                "ms": {n: res["modules"][n].get("median_ms") for n in res["modules"]},
                "best": best, "best_rule": res["modules"][best].get("rule") if best else None,
                "speedup_vs_dlight": rec.get("speedup"), "fast": is_fast(rec, 1.0),
@@ -273,7 +274,8 @@ def report(args) -> int:
               f"roof {r['roofline'] or 0:.3f} {r['best_rule'] or ''}")
     summary = {"tasks": n, "gpu": sorted(x for x in gpu_names if x), "fast_at_1": fast / n if n else None,
                "geomean_vs_baseline": geo, "n_ratios": len(ratios),
-               "wrong_or_crash": sum(v not in ("correct",) for r in rows for v in r["verdicts"].values())}
+               "wrong_or_crash": sum(v not in ("correct",) for r in rows for v in r["verdicts"].values()),
+               "min_trials": min((t for r in rows for t in r["trials"].values()), default=None)}
     print(json.dumps(summary))
     if before:
         _compare(rows, before)

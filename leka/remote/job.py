@@ -8,10 +8,13 @@ from pathlib import Path
 import numpy as np
 
 from leka.errors import CandidateFormatError, LekaError
-from leka.tasks.task import FLOAT_DISTS, Task
+from leka.evaluator.config import EvalConfig
+from leka.evaluator.inputs import make_trials
+from leka.tasks.task import Task
 from leka.targets import get_target
 
 BASELINES = ("tvm-naive", "tvm-dlight")
+MIN_TRIALS = 2  # correctness trials per module on the remote GPU: one input set can hide a race or a bad index
 
 
 def parse_candidate(source: str):
@@ -70,16 +73,14 @@ def _job_header(task: Task, preset, out: Path, trials: int, seed: int) -> dict:
     device = {"cuda": "cuda", "cpu": "cpu"}.get(preset.family)
     if device is None:
         raise LekaError(f"remote jobs support cuda and cpu targets, not {preset.family}")
-    rng = np.random.default_rng(seed)
+    # the local evaluator's trials: its distributions in its order, each trial from its own seed stream
+    made = make_trials(task, EvalConfig(trials=trials, seed=seed), seed, holdout=False, measure=False)
     trial_files = []
-    for k in range(trials):
-        dist = FLOAT_DISTS[k % len(FLOAT_DISTS)]
-        inputs = task.generate_inputs(rng, dist)
-        expected = task.run_reference(inputs)
+    for k, trial in enumerate(made.trials):
         name = f"trial_{k}.npz"
-        np.savez(out / name, **{f"in_{i}": a for i, a in enumerate(inputs)},
-                 **{f"out_{i}": a for i, a in enumerate(expected)})
-        trial_files.append({"file": name, "dist": dist})
+        np.savez(out / name, **{f"in_{i}": a for i, a in enumerate(trial.inputs)},
+                 **{f"out_{i}": a for i, a in enumerate(trial.refs)})
+        trial_files.append({"file": name, "dist": trial.label, "seed": [seed, 0, k]})
     rtol, atol_scale = task.tolerance()
     return {"version": 1, "task": task.id, "target": preset.name, "target_dict": preset.target, "device": device,
             "arch": str(preset.target.get("arch", "")), "entry": "main",
@@ -90,7 +91,10 @@ def _job_header(task: Task, preset, out: Path, trials: int, seed: int) -> dict:
 
 def make_multi_job(task: Task, modules: list[tuple[str, object, dict]], target, out: Path, *, trials: int = 2,
                    seed: int = 0, number: int = 100, rounds: int = 7) -> Path:
-    """A job folder for leka.remote.multi: every (name, built Artifact, meta) module of one task."""
+    """A job folder for leka.remote.multi: every (name, built Artifact, meta) module of one task, each checked
+    on `trials` (>= MIN_TRIALS) inputs of different distributions and seeds."""
+    if trials < MIN_TRIALS:
+        raise LekaError(f"a multi-module job checks each module on at least {MIN_TRIALS} trials, not {trials}")
     preset = get_target(target)
     out.mkdir(parents=True, exist_ok=True)
     job = _job_header(task, preset, out, trials, seed)

@@ -2,7 +2,8 @@
 the TVM runtime alone:  python -m leka.remote.multi [--jobs N] DIR...
 
 Phase 1 (correctness, N jobs at once, one process per job): each module is loaded (CUDA source compiled
-by the bundle's nvcc callback, cubins cached in GPU_CUBIN_CACHE) and run on every trial with NaN-prefilled
+by the bundle's nvcc callback, cubins cached in GPU_CUBIN_CACHE) and run on every trial (at least 2, each of
+its own distribution and seed stream: leka.remote.job.make_multi_job) with NaN-prefilled
 outputs, compared with the NumPy reference computed on the build host; the outputs are written back
 (`DIR/out_<module>_<trial>.npz`) for checking there. A kernel that faults (illegal address: the CUDA
 context is lost) is recorded as `crash` and a fresh process goes on with the next module.
@@ -64,7 +65,7 @@ def _check_module(tvm, dev, job_dir: Path, job: dict, mod_spec: dict) -> dict:
         got = [a.numpy() for a in args[n_in:]]
         np.savez(job_dir / f"out_{mod_spec['name']}_{k}.npz", *got)
         counts = [compare(g, e, job["rtol"], job["atol_scale"]) for g, e in zip(got, expected)]
-        trials.append({"dist": trial["dist"], "mismatches": sum(c for c, _ in counts),
+        trials.append({"dist": trial["dist"], "seed": trial.get("seed"), "mismatches": sum(c for c, _ in counts),
                        "max_abs_err": max(m for _, m in counts)})
     ok = all(t["mismatches"] == 0 for t in trials)
     return {"verdict": "correct" if ok else "wrong", "trials": trials}
