@@ -14,7 +14,7 @@ from leka.proposers.base import ProposalRequest
 from leka.proposers.offline import OfflineProposer
 from leka.proposers.offline.context import RuleContext
 from leka.proposers.offline.rules import (gpu_cross_thread_reduction, gpu_fused_rows, gpu_shared_matmul,
-                                          gpu_vector_elementwise)
+                                          gpu_tensor_core_matmul, gpu_vector_elementwise)
 from leka.remote.job import parse_candidate
 from leka.targets import get_target
 from leka.tasks import get_task
@@ -181,3 +181,34 @@ def test_limits_are_checked_before_building():
     errs = ir.validate(get_target("mali-g610"))
     assert any("max_threads_per_block 256" in e for e in errs)
     assert not ir.validate(get_target("cuda"))
+
+
+@pytest.mark.parametrize("task_id", ["l1-attn_scores_qkt-4x128x32-f16", "l1-linear_bias-64x512x128-f16"])
+def test_tensor_core_matmul_emits_wmma(task_id, tmp_path):
+    """fp16 GEMMs on sm_90 and sm_87: batched Q.K^T (B read as [j, k]: the col-major fragment) and x.W + bias
+    (row-major B, bias and cast in the write-out) become one kernel of WMMA loads, mma_syncs and stores."""
+    _built(gpu_tensor_core_matmul, task_id, tmp_path)
+    for preset in ("cuda", "jetson-orin-nano"):
+        ir = gpu_tensor_core_matmul.apply(_ctx(task_id, preset))[0]
+        src = build(parse_candidate(ir.to_tvmscript(preset)), preset).source
+        for call in ("wmma::load_matrix_sync", "wmma::mma_sync", "wmma::store_matrix_sync", "wmma::fill_fragment"):
+            assert call in src, (preset, call)
+        intrins = {s.args["intrin"] for s in ir.schedule.steps if s.op == "tensorize"}
+        trans = "_trans" if "qkt" in task_id else ""
+        assert f"wmma_sync_16x16x16_f16f16f32{trans}" in intrins  # fp32 accumulation: the task casts to float32
+
+
+def test_tensor_core_matmul_declines_what_is_not_its():
+    rule = gpu_tensor_core_matmul
+    assert rule.apply(_ctx("l1-attn_scores_qkt-4x128x32")) is None  # fp32 operands
+    assert rule.apply(_ctx("ex-matmul-256")) is None
+    for preset in ("opencl-pocl", "mali-g610", "adreno-740", "jetson-nano", "host-cpu"):  # OpenCL, sm_53, CPU
+        assert rule.apply(_ctx("l1-attn_scores_qkt-4x128x32-f16", preset)) is None, preset
+    assert rule.apply(_ctx("l2-dense_bn_relu-1x640x128-f16")) is None  # M = 1: not a multiple of 16
+    assert rule.apply(_ctx("l2-attention_head-4x128x32-f16")) is None  # two GEMMs and a softmax
+    assert rule.apply(_ctx("l1-gemv-1024x1024-f16")) is None
+
+
+def test_tensor_core_matmul_comes_first_among_the_proposals():
+    _, props = _proposals("l1-attn_scores_qkt-4x128x32-f16", "cuda", k=4)
+    assert props[0].meta["rule"] == gpu_tensor_core_matmul.NAME

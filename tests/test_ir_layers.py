@@ -132,3 +132,33 @@ def test_untrusted_algorithm_text_is_checked_in_a_worker(matmul):
     msgs = CandidateIR.initial(matmul).with_layer("algorithm", {"kind": "tvmscript", "text": wrong}).validate(
         "host-cpu")
     assert msgs == ["algorithm signature: parameter 0 (A) is float32[128, 256] but the task's A is float32[256, 256]"]
+
+
+def test_tensorize_names_only_registered_intrinsics(matmul):
+    """The tensorize step takes an intrinsic from the allow-list, each of which TVM 0.27 registers; any
+    other name (a model's invention, a Python expression) is one format error line."""
+    import tvm.s_tir.tensor_intrin  # noqa: F401
+    from tvm.s_tir import TensorIntrin
+
+    from leka.ir.steps import SCOPES, TENSOR_INTRINSICS
+
+    for name in TENSOR_INTRINSICS:
+        TensorIntrin.get(name)  # raises when TVM does not know it
+    assert {"wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator"} <= set(SCOPES)
+    good = _ir(matmul, [{"op": "tensorize", "target": "C.i", "intrin": "wmma_sync_16x16x16_f16f16f32"}])
+    assert good.schedule.steps[0].render() == "tensorize(C.i, intrin=wmma_sync_16x16x16_f16f16f32)"
+    for bad in ("wmma_sync_32x8x16_f16f16f32", "__import__('os')", "dot_4x4_i8i8s32_neon", 3):
+        with pytest.raises(IRFormatError) as e:
+            _ir(matmul, [{"op": "tensorize", "target": "C.i", "intrin": bad}])
+        msg = str(e.value)
+        assert msg.startswith(f"schedule step 0 (tensorize): intrinsic {bad!r} is not an allowed tensor intrinsic")
+        assert "\n" not in msg
+
+
+def test_tensorize_that_does_not_match_is_one_line(matmul):
+    """An fp32 loop nest does not match an fp16 WMMA description: TVM's refusal, one line, step named."""
+    step = {"op": "tensorize", "target": "C.i", "intrin": "wmma_sync_16x16x16_f16f16f32"}
+    errs = _ir(matmul, [step]).validate("cuda")
+    assert len(errs) == 1
+    assert errs[0].startswith("schedule step 0 tensorize(C.i, intrin=wmma_sync_16x16x16_f16f16f32): ")
+    assert "\n" not in errs[0]

@@ -53,3 +53,22 @@ def test_unsupported_instruction_is_reported(matmul):
     trace = [[["GetSBlock", [], ["C", "main"], ["b0"]], ["Blockize", ["b0"], [], ["b1"]]], []]
     with pytest.raises(IRApplyError, match="trace instruction Blockize is not supported by the layered IR"):
         import_trace(matmul, trace)
+
+
+def test_tensorize_imports_only_allowed_intrinsics():
+    """A tensor-core schedule's trace (WMMA load/fill/sync/store Tensorize instructions) imports into steps
+    that give the same function; a Tensorize naming an intrinsic off the allow-list does not import."""
+    from leka.proposers.offline.context import RuleContext
+    from leka.proposers.offline.rules import gpu_tensor_core_matmul
+    from leka.targets import get_target
+
+    task = get_task("l2-dense_bn_relu-32x128x128-f16")
+    ir = gpu_tensor_core_matmul.apply(RuleContext.build(task, CandidateIR.initial(task), get_target("cuda"), []))[0]
+    trace = export_trace(ir)
+    assert sum(ins[0] == "Tensorize" for ins in trace[0]) == 5
+    back = import_trace(task, json.loads(json.dumps(trace)))
+    assert back.to_tvmscript("cuda") == ir.to_tvmscript("cuda")
+    bad = [[["GetSBlock", [], ["fc_acc", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3"]],
+            ["Tensorize", ["l1"], ["dot_4x4_i8i8s32_neon", 1], []]], []]
+    with pytest.raises(IRApplyError, match="'dot_4x4_i8i8s32_neon': not an allowed tensor intrinsic"):
+        import_trace(task, bad)

@@ -215,6 +215,12 @@ class LiveSchedule:
             rf = sch.rfactor(self.loop(a["loop"]), a["factor_axis"])
             self.rescan()
             return [sch.get(rf).name_hint]
+        elif op == "tensorize":
+            import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the CUDA WMMA intrinsics)
+
+            names = self.block_names()
+            target = self.block(a["target"]) if a["target"] in names else self.loop(a["target"])
+            sch.tensorize(target, a["intrin"], preserve_unit_iters=True)
         elif op in ("cache_read", "cache_write"):
             blk = self.block(a["block"])
             n_bufs = len(sch.get(blk).reads if op == "cache_read" else sch.get(blk).writes)

@@ -11,7 +11,8 @@ from typing import Any
 
 from .errors import IRFormatError
 
-# field name -> type tag. "loop"/"block"/"loops" are names; "factors" is a list of positive ints with at most one null.
+# field name -> type tag. "loop"/"block"/"loops" are names; "factors" is a list of positive ints with at most one null;
+# "intrin" is one of TENSOR_INTRINSICS.
 SCHEDULE_OPS: dict[str, dict[str, str]] = {
     "split": {"loop": "loop", "factors": "factors"},
     "fuse": {"loops": "loops"},
@@ -27,6 +28,7 @@ SCHEDULE_OPS: dict[str, dict[str, str]] = {
     "decompose_reduction": {"block": "block", "loop": "loop"},
     "annotate": {"target": "name", "key": "str", "value": "scalar"},
     "rfactor": {"loop": "loop", "factor_axis": "int"},
+    "tensorize": {"target": "name", "intrin": "intrin"},
 }
 MEMORY_OPS: dict[str, dict[str, str]] = {
     "cache_read": {"block": "block", "buffer": "int", "scope": "scope", "at": "loop?"},
@@ -38,7 +40,17 @@ MEMORY_OPS: dict[str, dict[str, str]] = {
 }
 THREADS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread.x",
            "vthread.y", "vthread.z")
-SCOPES = ("global", "shared", "shared.dyn", "local")
+SCOPES = ("global", "shared", "shared.dyn", "local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
+# Tensor intrinsics a tensorize step may name: TVM 0.27's CUDA WMMA family for fp16 inputs (registered by
+# tvm.s_tir.tensor_intrin.cuda; 16x16x16 fragments, warp-wide). A name is never taken from model text as is:
+# only these, which a test checks are registered.
+_WMMA = "wmma_{}_16x16x16_"
+TENSOR_INTRINSICS = tuple(
+    [_WMMA.format("load") + f"f16_{ab}{tr}_{sc}"
+     for ab in "ab" for tr in ("", "_trans") for sc in ("shared", "shared_dyn")]
+    + [_WMMA.format("sync") + f"f16f16{acc}{tr}" for acc in ("f32", "f16") for tr in ("", "_trans")]
+    + [_WMMA.format("fill") + acc for acc in ("f32", "f16")]
+    + [_WMMA.format("store") + f"{acc}_{sc}" for acc in ("f32", "f16") for sc in ("shared", "shared_dyn", "global")])
 # Memory steps may say after which schedule step they apply ("after": index, -1 = before all); default: at the end.
 OPTIONAL_FIELDS = {"after"}
 
@@ -109,6 +121,11 @@ def _check_value(where: str, name: str, tag: str, v: Any) -> Any:
     if tag == "scope":
         if v not in SCOPES:
             raise IRFormatError(f"{where}: scope {v!r} is not one of {', '.join(SCOPES)}")
+        return v
+    if tag == "intrin":
+        if v not in TENSOR_INTRINSICS:
+            raise IRFormatError(f"{where}: intrinsic {v!r} is not an allowed tensor intrinsic; allowed: "
+                                f"{', '.join(TENSOR_INTRINSICS)}")
         return v
     if tag == "access":
         if v not in ("read", "write"):

@@ -12,7 +12,7 @@ from typing import Any
 from .candidate import CandidateIR
 from .errors import IRApplyError
 from .layers import MemoryLayer, ScheduleLayer
-from .steps import Step
+from .steps import TENSOR_INTRINSICS, Step
 
 _LOOKUPS = {"GetSBlock", "GetLoops", "GetChildBlocks", "GetProducers", "GetConsumers", "EnterPostproc"}
 
@@ -147,6 +147,11 @@ def _translate(kind: str, ins: list[Any], attrs: list[Any], raw: list[Any]) -> t
         if key == "double_buffer_scope":
             return S("double_buffer", {"block": ins[0]}), "memory"
         return S("annotate", {"target": ins[0], "key": key, "value": value}), "schedule"
+    if kind == "Tensorize":
+        if str(attrs[0]) not in TENSOR_INTRINSICS:
+            raise IRApplyError(f"Tensorize with {attrs[0]!r}: not an allowed tensor intrinsic "
+                               "(leka.ir.steps.TENSOR_INTRINSICS)")
+        return S("tensorize", {"target": ins[0], "intrin": str(attrs[0])}), "schedule"
     if kind in ("CacheRead", "CacheWrite"):
         if raw[1]:
             raise IRApplyError(f"{kind} restricted to consumer blocks is not supported by the memory layer")
