@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from leka.evaluator.script_guard import ScriptRejected
@@ -83,6 +84,124 @@ def order_score(ir: CandidateIR, rules: list[Any]) -> float:
     return 100.0 * (names.index(rule) if rule in names else len(names)) + ir.notes.get("variant", 0)
 
 
+@dataclass
+class _Feedback:
+    """What the measured history says: origins and IR hashes already tried, rules that failed, the best."""
+    tried: set[tuple[str, str]]
+    tried_hashes: set[str]
+    failed: set[str]
+    best: dict[str, Any] | None
+    best_rule: str | None
+    best_knobs: dict[str, Any]
+
+    @classmethod
+    def of(cls, history: list[dict[str, Any]]) -> "_Feedback":
+        tried = {(r, json.dumps(k, sort_keys=True)) for r, k in map(_origin, history) if r}
+        tried_hashes = {m.group(1) for e in history for m in [_HASH.search(e.get("summary") or "")] if m}
+        failed = {r for e in history for r, _ in [_origin(e)]
+                  if r and (not e.get("compiled") or not e.get("correct"))}
+        best = max((e for e in history if e.get("correct") and e.get("speedup")),
+                   key=lambda e: e["speedup"], default=None)
+        best_rule, best_knobs = _origin(best) if best else (None, {})
+        return cls(tried, tried_hashes, failed, best, best_rule, best_knobs)
+
+    def seen(self, rule: str, ir: CandidateIR) -> bool:
+        """Already measured: the same rule with the same knobs, or the same IR."""
+        return (rule, json.dumps(ir.notes.get("knobs", {}), sort_keys=True)) in self.tried \
+            or ir.hash() in self.tried_hashes
+
+
+_Scored = tuple[float, int, CandidateIR]
+
+
+def _memory_candidates(family: str, ctx: RuleContext, fb: _Feedback, cands: list[_Scored]) -> None:
+    """Decisions added on top of the current schedule; they come before whole alternative schedules."""
+    for rule in MEMORY_RULES.get(family, []):
+        if rule.NAME in fb.failed:
+            continue
+        for n, ir in enumerate(rule.apply(ctx) or []):
+            if not fb.seen(rule.NAME, ir):
+                cands.append((-1000.0 + n, len(cands), ir.with_notes(variant=n)))
+
+
+def _schedule_candidates(layer: str, family: str, ctx: RuleContext, fb: _Feedback,
+                         cands: list[_Scored]) -> None:
+    """Whole schedules from the rules not yet failed, minus those already measured."""
+    for order, rule in enumerate(RULES.get(family, [])):
+        if rule.NAME in fb.failed:
+            continue
+        for n, ir in enumerate(rule.apply(ctx) or []):
+            if layer == "memory" and not ir.memory.steps:
+                continue
+            if not ir.schedule.steps and not ir.memory.steps:
+                continue  # nothing applied: the naive lowering again
+            if fb.seen(rule.NAME, ir):
+                continue
+            # Rules in preference order, variants in their order; once a measurement exists,
+            # variants of the best rule close to its knobs go first.
+            ir = ir.with_notes(variant=n)
+            score = order * 100 + n
+            if fb.best_rule == rule.NAME:
+                score = _distance(ir.notes.get("knobs", {}), fb.best_knobs)
+            cands.append((score, len(cands), ir))
+
+
+def _ranked(scored: list[_Scored], small: bool) -> list[CandidateIR]:
+    if small:  # a kernel of a few microseconds: threads cost more than they share, serial first
+        scored = [(sc + (1000 if _has_parallel(ir) else 0), i, ir) for sc, i, ir in scored]
+    return [ir for _, _, ir in sorted(scored, key=lambda c: (c[0], c[1]))]
+
+
+def _refine_then_contrast(ordered: list[CandidateIR], cands: list[_Scored], family: str, fb: _Feedback,
+                          req: ProposalRequest, small: bool) -> list[CandidateIR]:
+    """Nothing beat the naive lowering yet: up to k - 1 (at most 2) proposals refine the best (its
+    nearest neighbours, above: a tile one step off often turns a loss into a win); the others go back
+    to rule order, most unlike the best first, and leave last the primitives that appeared only in
+    losing measurements."""
+    rules = RULES.get(family, [])
+    losing = _losing_features(req.history)
+    contrast = _ranked([(order_score(ir, rules) - min(99.0, 5 * _distance(ir.notes.get("knobs", {}), fb.best_knobs))
+                         + 1000 * len(losing & _ops(ir)), i, ir) for i, (_, _, ir) in enumerate(cands)], small)
+    refine = ordered[:max(1, min(2, req.k - 1))]
+    return refine + [ir for ir in contrast if all(ir is not r for r in refine)]
+
+
+def _spread_first(ordered: list[CandidateIR], family: str, k: int) -> list[CandidateIR]:
+    """No feedback yet: spread the first proposals over the rules (each rule's first variant), then
+    the remaining variants in order; keep one serial variant among the first k (on small kernels
+    thread start-up loses, and the cost is unknown until measured)."""
+    incremental = {r.NAME for r in MEMORY_RULES.get(family, [])}
+    firsts = [ir for ir in ordered if ir.notes["rule"] in incremental]  # all of them, in order
+    rest, rules_seen = [], set()
+    for ir in (ir for ir in ordered if ir.notes["rule"] not in incremental):
+        (rest if ir.notes["rule"] in rules_seen else firsts).append(ir)
+        rules_seen.add(ir.notes["rule"])
+    ordered = firsts + rest
+    if k >= 2 and all(_has_parallel(ir) for ir in ordered[:k - 1]):
+        serial = next((ir for ir in ordered[k - 1:] if not _has_parallel(ir)), None)
+        if serial is not None:
+            ordered.remove(serial)
+            ordered.insert(k - 1, serial)
+    return ordered
+
+
+def _proposals(ordered: list[CandidateIR], req: ProposalRequest, preset: Any) -> list[Proposal]:
+    """The first k distinct candidates that validate on the target."""
+    out: list[Proposal] = []
+    seen: set[str] = set()
+    for ir in ordered:
+        if len(out) >= req.k:
+            break
+        if ir.hash() in seen or ir.validate(preset):
+            continue
+        seen.add(ir.hash())
+        rule, knobs = ir.notes["rule"], ir.notes.get("knobs", {})
+        out.append(Proposal(req.layer, ir, f"{rule} with {json.dumps(knobs)}",
+                            {"proposer": NAME, "rule": rule, "knobs": knobs, "cached": False,
+                             "replayed": False}))
+    return out
+
+
 class OfflineProposer:
     name = NAME
     is_llm = False
@@ -94,101 +213,27 @@ class OfflineProposer:
         ctx = RuleContext.build(req.task, req.ir, preset, req.history)
         if req.layer == "algorithm":
             return self._propose_algorithm(req, ctx)
-        tried = {(r, json.dumps(k, sort_keys=True)) for r, k in map(_origin, req.history) if r}
-        tried_hashes = {m.group(1) for e in req.history for m in [_HASH.search(e.get("summary") or "")] if m}
-        failed = {r for e in req.history for r, _ in [_origin(e)]
-                  if r and (not e.get("compiled") or not e.get("correct"))}
-        best = max((e for e in req.history if e.get("correct") and e.get("speedup")),
-                   key=lambda e: e["speedup"], default=None)
-        best_rule, best_knobs = _origin(best) if best else (None, {})
-        cands: list[tuple[float, int, CandidateIR]] = []
+        fb = _Feedback.of(req.history)
+        cands: list[_Scored] = []
         if req.layer == "memory":
-            # decisions added on top of the current schedule come before whole alternative schedules
-            for rule in MEMORY_RULES.get(preset.family, []):
-                if rule.NAME in failed:
-                    continue
-                for n, ir in enumerate(rule.apply(ctx) or []):
-                    if (rule.NAME, json.dumps(ir.notes.get("knobs", {}), sort_keys=True)) not in tried \
-                            and ir.hash() not in tried_hashes:
-                        cands.append((-1000.0 + n, len(cands), ir.with_notes(variant=n)))
-        for order, rule in enumerate(RULES.get(preset.family, [])):
-            if rule.NAME in failed:
-                continue
-            irs = rule.apply(ctx) or []
-            for n, ir in enumerate(irs):
-                if req.layer == "memory" and not ir.memory.steps:
-                    continue
-                if not ir.schedule.steps and not ir.memory.steps:
-                    continue  # nothing applied: the naive lowering again
-                if (rule.NAME, json.dumps(ir.notes.get("knobs", {}), sort_keys=True)) in tried \
-                        or ir.hash() in tried_hashes:
-                    continue
-                # Rules in preference order, variants in their order; once a measurement exists,
-                # variants of the best rule close to its knobs go first.
-                ir = ir.with_notes(variant=n)
-                score = order * 100 + n
-                if best_rule == rule.NAME:
-                    score = _distance(ir.notes.get("knobs", {}), best_knobs)
-                cands.append((score, len(cands), ir))
+            _memory_candidates(preset.family, ctx, fb, cands)
+        _schedule_candidates(req.layer, preset.family, ctx, fb, cands)
         naive_ms = _naive_ms(req.history)
         small = naive_ms is not None and naive_ms < SMALL_KERNEL_MS
-
-        def ranked(scored):
-            if small:  # a kernel of a few microseconds: threads cost more than they share, serial first
-                scored = [(sc + (1000 if _has_parallel(ir) else 0), i, ir) for sc, i, ir in scored]
-            return [ir for _, _, ir in sorted(scored, key=lambda c: (c[0], c[1]))]
-
-        ordered = ranked(cands)
-        if best is not None and best["speedup"] <= 1.0:
-            # nothing beat the naive lowering yet: up to k - 1 (at most 2) proposals refine the best (its
-            # nearest neighbours, above: a tile one step off often turns a loss into a win); the others
-            # go back to rule order, most unlike the best first, and leave last the primitives that
-            # appeared only in losing measurements
-            rules = RULES.get(preset.family, [])
-            losing = _losing_features(req.history)
-            contrast = ranked([(order_score(ir, rules) - min(99.0, 5 * _distance(ir.notes.get("knobs", {}), best_knobs))
-                                + 1000 * len(losing & _ops(ir)), i, ir) for i, (_, _, ir) in enumerate(cands)])
-            refine = ordered[:max(1, min(2, req.k - 1))]
-            ordered = refine + [ir for ir in contrast if all(ir is not r for r in refine)]
+        ordered = _ranked(cands, small)
+        if fb.best is not None and fb.best["speedup"] <= 1.0:
+            ordered = _refine_then_contrast(ordered, cands, preset.family, fb, req, small)
         if not req.history:
-            # no feedback yet: spread the first proposals over the rules (each rule's first variant),
-            # then the remaining variants in order; keep one serial variant among the first k (on small
-            # kernels thread start-up loses, and the cost is unknown until measured)
-            incremental = {r.NAME for r in MEMORY_RULES.get(preset.family, [])}
-            firsts = [ir for ir in ordered if ir.notes["rule"] in incremental]  # all of them, in order
-            rest, rules_seen = [], set()
-            for ir in (ir for ir in ordered if ir.notes["rule"] not in incremental):
-                (rest if ir.notes["rule"] in rules_seen else firsts).append(ir)
-                rules_seen.add(ir.notes["rule"])
-            ordered = firsts + rest
-            if req.k >= 2 and all(_has_parallel(ir) for ir in ordered[:req.k - 1]):
-                serial = next((ir for ir in ordered[req.k - 1:] if not _has_parallel(ir)), None)
-                if serial is not None:
-                    ordered.remove(serial)
-                    ordered.insert(req.k - 1, serial)
-        out: list[Proposal] = []
-        seen: set[str] = set()
-        for ir in ordered:
-            if len(out) >= req.k:
-                break
-            if ir.hash() in seen or ir.validate(preset):
-                continue
-            seen.add(ir.hash())
-            rule, knobs = ir.notes["rule"], ir.notes.get("knobs", {})
-            out.append(Proposal(req.layer, ir, f"{rule} with {json.dumps(knobs)}",
-                                {"proposer": NAME, "rule": rule, "knobs": knobs, "cached": False,
-                                 "replayed": False}))
-        return out
+            ordered = _spread_first(ordered, preset.family, req.k)
+        return _proposals(ordered, req, preset)
 
     def _propose_algorithm(self, req: ProposalRequest, ctx: RuleContext) -> list[Proposal]:
         """Algorithm rewrites in rule order, skipping those already measured (by origin or IR hash)
         and, once one failed, that rule's other variants."""
-        tried = {(r, json.dumps(k, sort_keys=True)) for r, k in map(_origin, req.history) if r}
-        tried_hashes = {m.group(1) for e in req.history for m in [_HASH.search(e.get("summary") or "")] if m}
-        failed = {r for e in req.history for r, _ in [_origin(e)] if r and (not e.get("compiled") or not e.get("correct"))}
+        fb = _Feedback.of(req.history)
         out: list[Proposal] = []
         for rule in ALGORITHM_RULES:
-            if rule.NAME in failed:
+            if rule.NAME in fb.failed:
                 continue
             try:
                 irs = rule.apply(ctx) or []
@@ -196,8 +241,7 @@ class OfflineProposer:
                 continue
             for ir in irs:
                 knobs = ir.notes.get("knobs", {})
-                if len(out) >= req.k or (rule.NAME, json.dumps(knobs, sort_keys=True)) in tried \
-                        or ir.hash() in tried_hashes:
+                if len(out) >= req.k or fb.seen(rule.NAME, ir):
                     continue
                 out.append(Proposal("algorithm", ir, f"{rule.NAME}: {ir.algorithm.note}",
                                     {"proposer": NAME, "rule": rule.NAME, "knobs": knobs, "cached": False,
