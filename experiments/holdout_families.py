@@ -110,7 +110,7 @@ def failing_families(ev_for: Any, task: Any, src: str, families: tuple[str, ...]
     return failed, None
 
 
-def main() -> int:
+def _parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", default=",".join(dict.fromkeys(HOLDOUT_DISTS + STRUCTURED_DISTS)))
     ap.add_argument("--rules", default="naive,dlight")
@@ -121,18 +121,61 @@ def main() -> int:
     ap.add_argument("--json", default="", help="write every result here")
     ap.add_argument("--timeout", type=float, default=180.0, help="seconds per (task, lowering), forked mode")
     ap.add_argument("--sandboxed", action="store_true", help="every task through the evaluator's worker")
-    args = ap.parse_args()
+    return ap.parse_args()
 
-    from leka.evaluator import EvalConfig, Evaluator
-    from leka.targets import get_target
+
+def _tasks(args: argparse.Namespace) -> list[Any]:
+    """The suite's tasks of the wanted levels and ids, then the --chunk slice of them."""
     from leka.tasks import all_tasks
 
-    families = tuple(f for f in args.families.split(",") if f)
     levels = {int(x) for x in args.levels.split(",")}
     wanted = {t for t in args.tasks.split(",") if t}
     tasks = [t for t in all_tasks() if t.level in levels and (not wanted or t.id in wanted)]
     k, n = (int(x) for x in args.chunk.split("/"))
-    tasks = tasks[(k - 1) * len(tasks) // n: k * len(tasks) // n]
+    return tasks[(k - 1) * len(tasks) // n: k * len(tasks) // n]
+
+
+def _check(task: Any, target: Any, rules: str, families: tuple[str, ...], args: argparse.Namespace,
+           ev_for: Any) -> dict[str, Any]:
+    """One (task, lowering) on the families its definition takes: the result row."""
+    t1 = time.perf_counter()
+    failed, other = [], None
+    fams = tuple(f for f in families if f not in task.holdout_skip)  # declared: judging skips them
+    try:
+        if args.sandboxed or task.level == 3:
+            low = lowering(task, target, rules)
+            failed, other = failing_families(ev_for, task, low[1], fams) if low else ([], None)
+        else:
+            low, failed, other = forked(task, target, rules, fams, args.timeout)
+    except Exception as e:  # noqa: BLE001 - a definition that does not build is reported, not fatal
+        low, other = (None, ""), f"definition_error: {type(e).__name__}: {str(e)[:200]}"
+    return {"task": task.id, "rules": rules, "skipped": low is None, "failed_families": failed,
+            "declared_skip": sorted(set(families) - set(fams)),
+            "other_failure": other, "eval_s": round(time.perf_counter() - t1, 2)}
+
+
+def _summary(results: list[dict[str, Any]], families: tuple[str, ...], n_tasks: int, wall_s: float) -> None:
+    bad = [r for r in results if r["failed_families"] or r["other_failure"]]
+    print(f"\n{n_tasks} tasks, {len(results)} evaluations ({sum(r['skipped'] for r in results)} n/a) "
+          f"on {families} in {wall_s:.0f} s: {len(bad)} with failures")
+    for fam in families:
+        hit = [f"{r['task']} ({r['rules']})" for r in results if fam in r["failed_families"]]
+        print(f"  {fam:12s} {len(hit)} failing" + (": " + ", ".join(hit) if hit else ""))
+    for r in results:
+        if r["declared_skip"] and r["rules"] == "naive":
+            print(f"  declared: {r['task']} skips {r['declared_skip']}")
+    for r in bad:
+        if r["other_failure"]:
+            print(f"  other: {r['task']} ({r['rules']}): {r['other_failure']}")
+
+
+def main() -> int:
+    args = _parse_args()
+    from leka.evaluator import EvalConfig, Evaluator
+    from leka.targets import get_target
+
+    families = tuple(f for f in args.families.split(",") if f)
+    tasks = _tasks(args)
     target = get_target(args.target)
     evaluators: dict[tuple[str, ...], Any] = {}
 
@@ -147,41 +190,18 @@ def main() -> int:
     try:
         for i, task in enumerate(tasks, 1):
             for rules in args.rules.split(","):
-                t1 = time.perf_counter()
-                failed, other = [], None
-                fams = tuple(f for f in families if f not in task.holdout_skip)  # declared: judging skips them
-                try:
-                    if args.sandboxed or task.level == 3:
-                        low = lowering(task, target, rules)
-                        failed, other = failing_families(ev_for, task, low[1], fams) if low else ([], None)
-                    else:
-                        low, failed, other = forked(task, target, rules, fams, args.timeout)
-                except Exception as e:  # noqa: BLE001 - a definition that does not build is reported, not fatal
-                    low, other = (None, ""), f"definition_error: {type(e).__name__}: {str(e)[:200]}"
-                r = {"task": task.id, "rules": rules, "skipped": low is None, "failed_families": failed,
-                     "declared_skip": sorted(set(families) - set(fams)),
-                     "other_failure": other, "eval_s": round(time.perf_counter() - t1, 2)}
+                r = _check(task, target, rules, families, args, ev_for)
                 results.append(r)
-                mark = "n/a" if low is None else ("ok" if not failed and not other else f"FAIL {failed} {other or ''}")
+                failed, other = r["failed_families"], r["other_failure"]
+                mark = "n/a" if r["skipped"] else ("ok" if not failed and not other else f"FAIL {failed} {other or ''}")
                 print(f"[{i}/{len(tasks)}] {task.id:48s} {rules:7s} {mark} {r['eval_s']:.1f} s", flush=True)
     finally:
         for ev in evaluators.values():
             ev.__exit__(None, None, None)
-    bad = [r for r in results if r["failed_families"] or r["other_failure"]]
-    print(f"\n{len(tasks)} tasks, {len(results)} evaluations ({sum(r['skipped'] for r in results)} n/a) "
-          f"on {families} in {time.perf_counter() - t0:.0f} s: {len(bad)} with failures")
-    for fam in families:
-        hit = [f"{r['task']} ({r['rules']})" for r in results if fam in r["failed_families"]]
-        print(f"  {fam:12s} {len(hit)} failing" + (": " + ", ".join(hit) if hit else ""))
-    for r in results:
-        if r["declared_skip"] and r["rules"] == "naive":
-            print(f"  declared: {r['task']} skips {r['declared_skip']}")
-    for r in bad:
-        if r["other_failure"]:
-            print(f"  other: {r['task']} ({r['rules']}): {r['other_failure']}")
+    _summary(results, families, len(tasks), time.perf_counter() - t0)
     if args.json:
         Path(args.json).write_text(json.dumps({"families": families, "results": results}, indent=1))
-    return 1 if bad else 0
+    return 1 if any(r["failed_families"] or r["other_failure"] for r in results) else 0
 
 
 if __name__ == "__main__":
