@@ -7,7 +7,7 @@ rfactor) get "<innermost block>.<loop var>" on the next rescan, deduplicated wit
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .errors import IRApplyError
 from .steps import Step
@@ -166,92 +166,136 @@ class LiveSchedule:
         return created
 
     def _apply(self, s: Step) -> list[str]:
-        a, sch = s.args, self.sch
-        op = s.op
-        if op == "split":
-            ext = self.extent(a["loop"])
-            given = [f for f in a["factors"] if f is not None]
-            prod = 1
-            for f in given:
-                prod *= f
-            if ext is not None:
-                if None not in a["factors"] and prod != ext:
-                    raise IRApplyError(f"loop {a['loop']} has extent {ext}; split factors {a['factors']} "
-                                       f"multiply to {prod}, not {ext}")
-                if ext % prod:
-                    what = (f"split factor {given[0]} does not divide it" if len(given) == 1 else
-                            f"split factors {given} (product {prod}) do not divide it")
-                    raise IRApplyError(f"loop {a['loop']} has extent {ext}; {what}")
-            rvs = sch.split(self.loop(a["loop"]), factors=a["factors"], preserve_unit_iters=True)
-            names = [f"{a['loop']}.{i}" for i in range(len(rvs))]
-            self.rescan(dict(zip(names, rvs)))
-            return names
-        if op == "fuse":
-            name = "+".join(a["loops"])
-            rv = sch.fuse(*[self.loop(n) for n in a["loops"]], preserve_unit_iters=True)
-            self.rescan({name: rv})
-            return [name]
-        if op == "reorder":
-            sch.reorder(*[self.loop(n) for n in a["loops"]])
-        elif op in ("parallel", "vectorize", "unroll"):
-            if op != "unroll":
-                self._require_spatial(a["loop"], op)
-            getattr(sch, op)(self.loop(a["loop"]))
-        elif op == "bind":
-            sch.bind(self.loop(a["loop"]), a["thread"])
-        elif op in ("compute_at", "reverse_compute_at"):
-            getattr(sch, op)(self.block(a["block"]), self.loop(a["loop"]), preserve_unit_loops=True)
-        elif op in ("compute_inline", "reverse_compute_inline"):
-            getattr(sch, op)(self.block(a["block"]))
-        elif op == "decompose_reduction":
-            init = sch.decompose_reduction(self.block(a["block"]), self.loop(a["loop"]))
+        handler = _HANDLERS.get(s.op)
+        if handler is None:
+            raise IRApplyError(f"unknown op {s.op!r}")
+        created = handler(self, s.op, s.args)
+        if created is None:  # the step made no new names; loops it moved are renamed on rescan
             self.rescan()
-            return [sch.get(init).name_hint]
-        elif op == "annotate":
-            names = self.block_names()
-            target = self.block(a["target"]) if a["target"] in names else self.loop(a["target"])
-            sch.annotate(target, a["key"], a["value"])
-        elif op == "rfactor":
-            rf = sch.rfactor(self.loop(a["loop"]), a["factor_axis"])
-            self.rescan()
-            return [sch.get(rf).name_hint]
-        elif op == "tensorize":
-            import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the CUDA WMMA intrinsics)
+            return []
+        return created
 
-            names = self.block_names()
-            target = self.block(a["target"]) if a["target"] in names else self.loop(a["target"])
-            sch.tensorize(target, a["intrin"], preserve_unit_iters=True)
-        elif op in ("cache_read", "cache_write"):
-            blk = self.block(a["block"])
-            n_bufs = len(sch.get(blk).reads if op == "cache_read" else sch.get(blk).writes)
-            if not 0 <= a["buffer"] < n_bufs:
-                kind = "reads" if op == "cache_read" else "writes"
-                raise IRApplyError(f"block {a['block']} {kind} {n_bufs} buffer(s); buffer index {a['buffer']} "
-                                   f"is out of range")
-            new = getattr(sch, op)(blk, a["buffer"], a["scope"])
-            if a.get("at"):
-                at = self.loop(a["at"])
-                if op == "cache_read":
-                    sch.compute_at(new, at, preserve_unit_loops=True)
-                else:
-                    sch.reverse_compute_at(new, at, preserve_unit_loops=True)
-            self.rescan()
-            return [sch.get(new).name_hint]
-        elif op == "set_scope":
-            sch.set_scope(self.block(a["block"]), a["buffer"], a["scope"])
-        elif op == "storage_align":
-            sch.storage_align(self.block(a["block"]), a["buffer"], a["axis"], a["factor"], a["offset"])
-        elif op == "transform_layout":
-            perm = a["permutation"]
-            if sorted(perm) != list(range(len(perm))):
-                raise IRApplyError(f"permutation {perm} is not a permutation of 0..{len(perm) - 1}")
-            from tvm.tirx import IndexMap
+    # One method per op (or family of ops): returns the names it created, or None for "rescan, none".
+    def _split(self, op: str, a: dict[str, Any]) -> list[str]:
+        ext = self.extent(a["loop"])
+        given = [f for f in a["factors"] if f is not None]
+        prod = 1
+        for f in given:
+            prod *= f
+        if ext is not None:
+            if None not in a["factors"] and prod != ext:
+                raise IRApplyError(f"loop {a['loop']} has extent {ext}; split factors {a['factors']} "
+                                   f"multiply to {prod}, not {ext}")
+            if ext % prod:
+                what = (f"split factor {given[0]} does not divide it" if len(given) == 1 else
+                        f"split factors {given} (product {prod}) do not divide it")
+                raise IRApplyError(f"loop {a['loop']} has extent {ext}; {what}")
+        rvs = self.sch.split(self.loop(a["loop"]), factors=a["factors"], preserve_unit_iters=True)
+        names = [f"{a['loop']}.{i}" for i in range(len(rvs))]
+        self.rescan(dict(zip(names, rvs)))
+        return names
 
-            imap = IndexMap.from_func(lambda *idx: [idx[p] for p in perm], ndim=len(perm))
-            sch.transform_layout(self.block(a["block"]), (a["access"], a["buffer"]), imap)
-        elif op == "double_buffer":
-            sch.annotate(self.block(a["block"]), "double_buffer_scope", 0)
-        else:
-            raise IRApplyError(f"unknown op {op!r}")
+    def _fuse(self, op: str, a: dict[str, Any]) -> list[str]:
+        name = "+".join(a["loops"])
+        rv = self.sch.fuse(*[self.loop(n) for n in a["loops"]], preserve_unit_iters=True)
+        self.rescan({name: rv})
+        return [name]
+
+    def _reorder(self, op: str, a: dict[str, Any]) -> None:
+        self.sch.reorder(*[self.loop(n) for n in a["loops"]])
+
+    def _loop_kind(self, op: str, a: dict[str, Any]) -> None:
+        if op != "unroll":
+            self._require_spatial(a["loop"], op)
+        getattr(self.sch, op)(self.loop(a["loop"]))
+
+    def _bind(self, op: str, a: dict[str, Any]) -> None:
+        self.sch.bind(self.loop(a["loop"]), a["thread"])
+
+    def _compute_at(self, op: str, a: dict[str, Any]) -> None:
+        getattr(self.sch, op)(self.block(a["block"]), self.loop(a["loop"]), preserve_unit_loops=True)
+
+    def _inline(self, op: str, a: dict[str, Any]) -> None:
+        getattr(self.sch, op)(self.block(a["block"]))
+
+    def _decompose_reduction(self, op: str, a: dict[str, Any]) -> list[str]:
+        init = self.sch.decompose_reduction(self.block(a["block"]), self.loop(a["loop"]))
         self.rescan()
-        return []
+        return [self.sch.get(init).name_hint]
+
+    def _block_or_loop(self, name: str) -> Any:
+        return self.block(name) if name in self.block_names() else self.loop(name)
+
+    def _annotate(self, op: str, a: dict[str, Any]) -> None:
+        self.sch.annotate(self._block_or_loop(a["target"]), a["key"], a["value"])
+
+    def _rfactor(self, op: str, a: dict[str, Any]) -> list[str]:
+        rf = self.sch.rfactor(self.loop(a["loop"]), a["factor_axis"])
+        self.rescan()
+        return [self.sch.get(rf).name_hint]
+
+    def _tensorize(self, op: str, a: dict[str, Any]) -> None:
+        import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the CUDA WMMA intrinsics)
+
+        self.sch.tensorize(self._block_or_loop(a["target"]), a["intrin"], preserve_unit_iters=True)
+
+    def _cache(self, op: str, a: dict[str, Any]) -> list[str]:
+        sch = self.sch
+        blk = self.block(a["block"])
+        n_bufs = len(sch.get(blk).reads if op == "cache_read" else sch.get(blk).writes)
+        if not 0 <= a["buffer"] < n_bufs:
+            kind = "reads" if op == "cache_read" else "writes"
+            raise IRApplyError(f"block {a['block']} {kind} {n_bufs} buffer(s); buffer index {a['buffer']} "
+                               f"is out of range")
+        new = getattr(sch, op)(blk, a["buffer"], a["scope"])
+        if a.get("at"):
+            at = self.loop(a["at"])
+            if op == "cache_read":
+                sch.compute_at(new, at, preserve_unit_loops=True)
+            else:
+                sch.reverse_compute_at(new, at, preserve_unit_loops=True)
+        self.rescan()
+        return [sch.get(new).name_hint]
+
+    def _set_scope(self, op: str, a: dict[str, Any]) -> None:
+        self.sch.set_scope(self.block(a["block"]), a["buffer"], a["scope"])
+
+    def _storage_align(self, op: str, a: dict[str, Any]) -> None:
+        self.sch.storage_align(self.block(a["block"]), a["buffer"], a["axis"], a["factor"], a["offset"])
+
+    def _transform_layout(self, op: str, a: dict[str, Any]) -> None:
+        perm = a["permutation"]
+        if sorted(perm) != list(range(len(perm))):
+            raise IRApplyError(f"permutation {perm} is not a permutation of 0..{len(perm) - 1}")
+        from tvm.tirx import IndexMap
+
+        imap = IndexMap.from_func(lambda *idx: [idx[p] for p in perm], ndim=len(perm))
+        self.sch.transform_layout(self.block(a["block"]), (a["access"], a["buffer"]), imap)
+
+    def _double_buffer(self, op: str, a: dict[str, Any]) -> None:
+        self.sch.annotate(self.block(a["block"]), "double_buffer_scope", 0)
+
+
+_HANDLERS: dict[str, Callable[[LiveSchedule, str, dict[str, Any]], list[str] | None]] = {
+    "split": LiveSchedule._split,
+    "fuse": LiveSchedule._fuse,
+    "reorder": LiveSchedule._reorder,
+    "parallel": LiveSchedule._loop_kind,
+    "vectorize": LiveSchedule._loop_kind,
+    "unroll": LiveSchedule._loop_kind,
+    "bind": LiveSchedule._bind,
+    "compute_at": LiveSchedule._compute_at,
+    "reverse_compute_at": LiveSchedule._compute_at,
+    "compute_inline": LiveSchedule._inline,
+    "reverse_compute_inline": LiveSchedule._inline,
+    "decompose_reduction": LiveSchedule._decompose_reduction,
+    "annotate": LiveSchedule._annotate,
+    "rfactor": LiveSchedule._rfactor,
+    "tensorize": LiveSchedule._tensorize,
+    "cache_read": LiveSchedule._cache,
+    "cache_write": LiveSchedule._cache,
+    "set_scope": LiveSchedule._set_scope,
+    "storage_align": LiveSchedule._storage_align,
+    "transform_layout": LiveSchedule._transform_layout,
+    "double_buffer": LiveSchedule._double_buffer,
+}
