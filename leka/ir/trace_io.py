@@ -53,70 +53,87 @@ def _permutation(index_map_json: str) -> list[int]:
     return perm
 
 
-def import_trace(task: Any, trace: Any, base: CandidateIR | None = None) -> CandidateIR:
-    """Build a CandidateIR from a trace JSON (as produced by ``plain(sch.trace.as_json())`` or export_trace)."""
+def _parse(trace: Any) -> tuple[list[Any], dict[int, Any]]:
+    """A trace's instructions and its decisions by instruction index."""
     if isinstance(trace, str):
         trace = json.loads(trace)
     trace = _plain(trace)
     if not isinstance(trace, list) or not trace or not isinstance(trace[0], list):
         raise IRApplyError("a trace is [[instructions...], [decisions...]]")
-    insts = trace[0]
-    decisions = {int(i): v for i, v in (trace[1] if len(trace) > 1 else [])}
+    return trace[0], {int(i): v for i, v in (trace[1] if len(trace) > 1 else [])}
+
+
+class _Replay:
+    """Replays trace instructions on a LiveSchedule, collecting named schedule and memory steps."""
+
+    def __init__(self, ir: CandidateIR, decisions: dict[int, Any]):
+        self.live = ir.apply()
+        self.decisions = decisions
+        self.sched: list[Step] = list(ir.schedule.steps)
+        self.mem: list[Step] = list(ir.memory.steps)
+        self.rv: dict[str, Any] = {}  # trace random variable -> block/loop name or sampled value
+        self.pending_cache: tuple[int, str, str] | None = None  # (memory index, new block, "compute_at" kind)
+
+    def name(self, x: Any) -> Any:
+        return self.rv.get(x, x) if isinstance(x, str) else x
+
+    def lookup(self, idx: int, kind: str, ins: list[Any], attrs: list[Any], outs: list[Any]) -> bool:
+        """Bind the outputs of a lookup or sampling instruction; False when the instruction is neither."""
+        if kind == "GetSBlock":
+            self.rv[outs[0]] = attrs[0]
+        elif kind == "GetLoops":
+            self.rv.update(zip(outs, self.live.loops_of(self.name(ins[0]))))
+        elif kind == "GetChildBlocks":  # only the root's children are addressable by name here
+            self.rv.update(zip(outs, self.live.block_names()))
+        elif kind in ("GetProducers", "GetConsumers"):
+            pass
+        elif kind == "SamplePerfectTile":
+            self.rv.update(zip(outs, self.decisions[idx]))
+        elif kind == "SampleCategorical":
+            self.rv[outs[0]] = attrs[0][int(self.decisions[idx])]
+        else:
+            return False
+        return True
+
+    def _apply(self, idx: int, kind: str, step: Step) -> list[str]:
+        try:
+            return self.live.apply(step)
+        except IRApplyError as e:
+            raise IRApplyError(f"trace instruction {idx} ({kind}): {e}") from None
+
+    def step(self, idx: int, kind: str, ins: list[Any], attrs: list[Any], outs: list[Any]) -> None:
+        """Translate one primitive into a Step, apply it and record it in its layer."""
+        step, layer = _translate(kind, [self.name(x) for x in ins], attrs, ins)
+        pending, self.pending_cache = self.pending_cache, None
+        if pending and step.op == pending[2] and step.args["block"] == pending[1]:
+            # cache_* followed by its (reverse_)compute_at: one memory decision with "at"
+            self._apply(idx, kind, step)
+            m = self.mem[pending[0]]
+            self.mem[pending[0]] = Step(m.op, {**m.args, "at": step.args["loop"], "after": m.args["after"]})
+            return
+        if layer == "memory":
+            step = Step(step.op, {**step.args, "after": len(self.sched) - 1 if self.sched else -1})
+        created = self._apply(idx, kind, step)
+        (self.mem if layer == "memory" else self.sched).append(step)
+        self.rv.update(zip(outs, created))
+        if step.op in ("cache_read", "cache_write"):
+            self.pending_cache = (len(self.mem) - 1, created[0],
+                                  "compute_at" if step.op == "cache_read" else "reverse_compute_at")
+
+
+def import_trace(task: Any, trace: Any, base: CandidateIR | None = None) -> CandidateIR:
+    """Build a CandidateIR from a trace JSON (as produced by ``plain(sch.trace.as_json())`` or export_trace)."""
+    insts, decisions = _parse(trace)
     ir = base or CandidateIR.initial(task)
-    live = ir.apply()
-    sched: list[Step] = list(ir.schedule.steps)
-    mem: list[Step] = list(ir.memory.steps)
-    rv: dict[str, Any] = {}
-    pending_cache: tuple[int, str, str] | None = None  # (memory index, new block, "compute_at" kind)
-
-    def name(x: Any) -> Any:
-        return rv.get(x, x) if isinstance(x, str) else x
-
+    replay = _Replay(ir, decisions)
     for idx, inst in enumerate(insts):
         kind, ins, attrs, outs = inst
         if kind == "EnterPostproc":
             break
-        if kind == "GetSBlock":
-            rv[outs[0]] = attrs[0]
-            continue
-        if kind == "GetLoops":
-            rv.update(zip(outs, live.loops_of(name(ins[0]))))
-            continue
-        if kind in ("GetChildBlocks", "GetProducers", "GetConsumers"):
-            if kind == "GetChildBlocks":
-                # only the root's children are addressable by name here
-                rv.update(zip(outs, live.block_names()))
-            continue
-        if kind == "SamplePerfectTile":
-            rv.update(zip(outs, decisions[idx]))
-            continue
-        if kind == "SampleCategorical":
-            rv[outs[0]] = attrs[0][int(decisions[idx])]
-            continue
-        step, layer = _translate(kind, [name(x) for x in ins], attrs, ins)
-        if (pending_cache and step.op == pending_cache[2] and step.args["block"] == pending_cache[1]):
-            # cache_* followed by its (reverse_)compute_at: one memory decision with "at"
-            try:
-                live.apply(step)
-            except IRApplyError as e:
-                raise IRApplyError(f"trace instruction {idx} ({kind}): {e}") from None
-            m = mem[pending_cache[0]]
-            mem[pending_cache[0]] = Step(m.op, {**m.args, "at": step.args["loop"], "after": m.args["after"]})
-            pending_cache = None
-            continue
-        pending_cache = None
-        if layer == "memory":
-            step = Step(step.op, {**step.args, "after": len(sched) - 1 if sched else -1})
-        try:
-            created = live.apply(step)
-        except IRApplyError as e:
-            raise IRApplyError(f"trace instruction {idx} ({kind}): {e}") from None
-        (mem if layer == "memory" else sched).append(step)
-        rv.update(zip(outs, created))
-        if step.op in ("cache_read", "cache_write"):
-            pending_cache = (len(mem) - 1, created[0],
-                             "compute_at" if step.op == "cache_read" else "reverse_compute_at")
-    return ir.with_layer("schedule", ScheduleLayer(tuple(sched))).with_layer("memory", MemoryLayer(tuple(mem)))
+        if not replay.lookup(idx, kind, ins, attrs, outs):
+            replay.step(idx, kind, ins, attrs, outs)
+    return ir.with_layer("schedule", ScheduleLayer(tuple(replay.sched))) \
+        .with_layer("memory", MemoryLayer(tuple(replay.mem)))
 
 
 def _translate(kind: str, ins: list[Any], attrs: list[Any], raw: list[Any]) -> tuple[Step, str]:
