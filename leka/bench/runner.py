@@ -193,7 +193,7 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                   on_start: Callable[[Any, int], None] | None = None) -> RunOutcome:
     """Run every missing (task, sample_idx) of `run_id`; returns what this invocation did.
     on_start(task, idx) is called as an attempt begins, on_sample(task, idx, record or None) as it ends."""
-    from leka.budget import AttemptBudgetExceeded, BudgetExceeded
+    from leka.budget import BudgetExceeded
     from leka.methods import MethodContext, MethodNotApplicable
     from leka.remote.pending import MeasurementPending
 
@@ -221,16 +221,7 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                 ctx = MethodContext(evaluator=evaluator, budget=budget, store=store, run_id=run_id,
                                     options=options, progress=progress, sample_idx=idx)
                 try:
-                    result = method.run(task, target, ctx)
-                    if not result:
-                        raise LekaError("method returned no sample")
-                    rec = build_record(task, target, result[-1], idx)
-                    inter = [build_record(task, target, s, idx) for s in result[:-1]]
-                except AttemptBudgetExceeded as e:  # this task's own limit: a failed sample, the run goes on
-                    rec, inter = failed_record(task, target, method.name, idx, f"attempt {e}", None), []
-                    rec["failure"] = rec["status"] = "budget"
-                except BudgetExceeded:
-                    raise
+                    rec, inter = _attempt(task, target, method, idx, ctx, budget)
                 except MeasurementPending:  # a remote round is owed: --resume continues the attempt
                     out.pending += 1
                     _advance(on_sample, task, [idx])
@@ -239,10 +230,6 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                     out.not_applicable[task.id] = str(e)
                     _advance(on_sample, task, range(idx, samples))
                     break
-                except Exception as e:  # noqa: BLE001 - a method crash is a failed sample, not a dead run
-                    msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-                    err = msg if isinstance(e, LekaError) else f"{type(e).__name__}: {msg}"
-                    rec, inter = failed_record(task, target, method.name, idx, err[:2000], budget), []
                 store.add_sample(run_id, rec, candidates=inter, measurements=measurement_rows(rec))
                 out.done += 1
                 if on_sample is not None:
@@ -251,10 +238,7 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
         out.stopped = f"budget: {e}"
         store.add_event(run_id, "budget_exhausted", {"error": str(e)})
     except BaseException as e:  # never left "started": the run's last event says why it stopped
-        lines = str(e).strip().splitlines()
-        store.add_event(run_id, "interrupted" if isinstance(e, (KeyboardInterrupt, SystemExit)) else "failed",
-                        {"error": f"{type(e).__name__}: {lines[0] if lines else ''}"[:500],
-                         "samples_written": out.done})
+        _record_stop(store, run_id, e, out)
         raise
     out.wall_s = time.perf_counter() - t0
     if out.stopped is None:  # "paused": attempts wait for a remote host's measurements
@@ -262,6 +246,40 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                         {"samples_written": out.done, "not_applicable": out.not_applicable, "wall_s": out.wall_s,
                          "pending": out.pending})
     return out
+
+
+def _attempt(task: Any, target: Any, method: Any, idx: int, ctx: Any,
+             budget: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One attempt's record and its intermediate candidates' records. A method crash or the task's own
+    limit is a failed sample; the run's budget, a pending remote round and "not applicable" propagate."""
+    from leka.budget import AttemptBudgetExceeded, BudgetExceeded
+    from leka.methods import MethodNotApplicable
+    from leka.remote.pending import MeasurementPending
+
+    try:
+        result = method.run(task, target, ctx)
+        if not result:
+            raise LekaError("method returned no sample")
+        rec = build_record(task, target, result[-1], idx)
+        return rec, [build_record(task, target, s, idx) for s in result[:-1]]
+    except AttemptBudgetExceeded as e:  # this task's own limit: a failed sample, the run goes on
+        rec = failed_record(task, target, method.name, idx, f"attempt {e}", None)
+        rec["failure"] = rec["status"] = "budget"
+        return rec, []
+    except (BudgetExceeded, MeasurementPending, MethodNotApplicable):
+        raise
+    except Exception as e:  # noqa: BLE001 - a method crash is a failed sample, not a dead run
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        err = msg if isinstance(e, LekaError) else f"{type(e).__name__}: {msg}"
+        return failed_record(task, target, method.name, idx, err[:2000], budget), []
+
+
+def _record_stop(store: ResultStore, run_id: str, e: BaseException, out: RunOutcome) -> None:
+    """The event that says why a run stopped early (interrupted, or failed with the error's first line)."""
+    lines = str(e).strip().splitlines()
+    store.add_event(run_id, "interrupted" if isinstance(e, (KeyboardInterrupt, SystemExit)) else "failed",
+                    {"error": f"{type(e).__name__}: {lines[0] if lines else ''}"[:500],
+                     "samples_written": out.done})
 
 
 def _advance(on_sample: Callable | None, task: Any, idxs: Iterable[int]) -> None:
