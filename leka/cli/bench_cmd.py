@@ -1,14 +1,12 @@
 """`leka bench list|stats|validate|run|runs|report|compare|export`: EdgeKernelBench from the command line
-(reading a store: bench_results_cmd)."""
+(running: bench_run_cmd; reading a store: bench_results_cmd)."""
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 
 from .bench_results_cmd import cmd_compare, cmd_export, cmd_report, cmd_runs
+from .bench_run_cmd import cmd_run
 from leka.executors.cli import add_executor_flags
 
 from .tables import add_output_flags
@@ -34,6 +32,13 @@ def register(sub) -> None:
     bsub = p.add_subparsers(dest="bench_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
+    _add_workload_parsers(bsub)
+    _add_run_parser(bsub)
+    _add_result_parsers(bsub)
+
+
+def _add_workload_parsers(bsub) -> None:
+    """list, stats, validate: the workloads themselves."""
     q = bsub.add_parser("list", help="list workloads")
     _filters(q)
     q.add_argument("--json", action="store_true", help="JSON list: id, pattern, level, domain, dtype, flops, bytes ...")
@@ -53,6 +58,8 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_validate)
 
+
+def _add_run_parser(bsub) -> None:
     q = bsub.add_parser("run", help="run a method on workloads; every sample is stored as it finishes")
     _filters(q)
     q.add_argument("--method", default="tvm-naive", help="method name (see `--method list`; default tvm-naive)")
@@ -73,6 +80,9 @@ def register(sub) -> None:
     add_executor_flags(q)
     q.set_defaults(func=cmd_run)
 
+
+def _add_result_parsers(bsub) -> None:
+    """runs, report, compare, export: reading the store."""
     q = bsub.add_parser("runs", help="list the runs in the store (id, method, target, status, samples)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.add_argument("--json", action="store_true")
@@ -192,175 +202,3 @@ def cmd_validate(args) -> int:
     for r in rep.failures:
         c.print(f"  FAILED {r['task']}: {r['failure']}: {r['error']}")
     return 1 if rep.failures else 0
-
-
-def _parse_options(items: list[str]) -> dict:
-    from leka.errors import LekaError
-
-    out = {}
-    for it in items:
-        k, sep, v = it.partition("=")
-        if not sep or not k:
-            raise LekaError(f"--option {it!r}: expected KEY=VALUE")
-        try:
-            out[k] = json.loads(v)
-        except json.JSONDecodeError:
-            out[k] = v
-    return out
-
-
-def cmd_run(args) -> int:
-    from leka.bench.runner import run_benchmark
-    from leka.bench.store import ResultStore
-    from leka.budget import Budget
-    from leka.errors import LekaError
-    from leka.evaluator import EvalConfig, versions
-    from leka.executors.base import evaluator_for
-    from leka.methods import get_method, list_methods
-    from leka.targets import get_target
-    from leka.tasks import get_task, load_task_folder
-
-    if args.method == "list":
-        print("\n".join(list_methods()))
-        return 0
-    store = ResultStore(args.store)
-    if args.resume:
-        run = store.get_run(args.resume)
-        cfg = run["config"]
-        for p in cfg.get("task_paths", []):
-            load_task_folder(p)
-        run_id, tasks = run["run_id"], [get_task(i) for i in cfg["task_ids"]]
-        method_name, target_spec, samples = run["method"], cfg["target_spec"], cfg["samples"]
-        options, budget_spec, trials, measure = cfg["options"], cfg["budget"], cfg["trials"], cfg["measure"]
-        store.add_event(run_id, "resumed", {"finished": len(store.finished_keys(run_id))})
-    else:
-        if args.samples < 1 or args.trials < 1:
-            raise LekaError("--samples and --trials must be >= 1")
-        sel, tasks = _select(args)
-        if not tasks:
-            raise LekaError("no workload matches the filters (see `leka bench list`)")
-        method_name, target_spec, samples = args.method, args.target, args.samples
-        options, budget_spec = _parse_options(args.option), args.budget
-        if args.remote is not None:  # few rounds by default: each step is one round on the remote host
-            from leka.remote.loop import REMOTE_K, REMOTE_STEPS
-
-            options = {"max_steps": REMOTE_STEPS, "k": REMOTE_K, **options,
-                       "remote_store": _remote_store(args, method_name)}
-        trials, measure = args.trials, not args.no_measure
-        run_id = None
-    rpc = cfg.get("rpc") if args.resume else args.rpc
-    budget = Budget.parse(budget_spec)
-    method = get_method(method_name, options)
-    target = get_target(target_spec)
-    if rpc:  # before the run exists: an unreachable farm is one line, not a run left "started"
-        from leka.runners.rpc import check_farm
-
-        check_farm(rpc)
-    if run_id is None:
-        cfg = {"selection": sel.to_json(), "task_ids": [t.id for t in tasks], "task_paths": args.tasks,
-               "target_spec": target_spec, "target": target.to_json(), "samples": samples, "options": options,
-               "budget": budget_spec, "trials": trials, "measure": measure, "argv": sys.argv[1:]}
-        if rpc:
-            cfg["rpc"] = rpc
-        run_id = store.create_run(method_name, target.name, cfg, versions())
-    print(f"run {run_id}: {method_name} on {target.name}, {len(tasks)} workloads x {samples} samples "
-          f"(store {store.path})", file=sys.stderr, flush=True)
-    finished = store.finished_keys(run_id)
-    todo = sum(1 for t in tasks for i in range(samples) if (t.id, method_name, i) not in finished)
-    if args.executor != "local" and todo:
-        from leka.executors.cli import run_on_executor
-
-        out = run_on_executor(args, store, run_id, tasks, method, samples, options, {**cfg, "rpc": rpc})
-    else:
-        # A finished run needs no evaluator worker (starting one costs a TVM import).
-        ev = (evaluator_for(target, EvalConfig(trials=trials, measure=measure), rpc)
-              if todo and not options.get("remote_store") else contextlib.nullcontext())
-        with ev as evaluator, _Progress(len(tasks) * samples, args.quiet or not todo) as prog:
-            out = run_benchmark(store, run_id, tasks, target, method, samples, evaluator, budget, options,
-                                on_sample=prog.update, on_start=prog.start)
-    recs = store.samples(run_id)
-    from leka.bench import metrics
-
-    s = metrics.summarize(recs)
-    line = (f"run {run_id}: {out.done} new samples ({out.skipped_finished} already done) in {out.wall_s:.1f} s; "
-            f"{s.samples} stored: compile {_pct(s.compile_rate)}, Correct@1 {_pct(s.correct_at_1)}, "
-            f"Fast@1.0 vs {s.baseline or '—'} {_pct(s.fast_at.get('Fast@1.0'))}, geomean speedup "
-            + (f"{s.geomean_speedup:.2f}x" if s.geomean_speedup is not None else "—"))
-    print(line, file=sys.stderr)
-    if out.not_applicable:
-        print(f"  not applicable to {len(out.not_applicable)} workloads: "
-              f"{next(iter(out.not_applicable.values()))} ...", file=sys.stderr)
-    from leka.executors.cli import print_where
-
-    print_where(recs)
-    if out.stopped:
-        print(f"  stopped early ({out.stopped}); continue with --resume {run_id}", file=sys.stderr)
-    if out.pending:
-        _remote_next(out.pending, options["remote_store"], run_id)
-    print(run_id)
-    return 0
-
-
-def _remote_store(args, method: str) -> str:
-    from leka.errors import LekaError
-    from leka.remote.pending import DEFAULT_STORE
-
-    if method != "leka":
-        raise LekaError(f"--remote is for --method leka (its attempts pause on remote measurements), not {method}")
-    if args.executor != "local" or args.rpc:
-        raise LekaError("--remote measures in rounds of job folders: not with --executor or --rpc")
-    return str(Path(args.remote or DEFAULT_STORE).resolve())
-
-
-def _remote_next(pending: int, store: str, run_id: str) -> None:
-    print(f"  {pending} attempt(s) wait for the remote host; each round:\n"
-          f"    leka remote --store {store} batch -o jobs\n"
-          "    (GPU host) python3 -m leka.remote.multi --jobs 8 jobs/round-N/*/\n"
-          f"    leka remote --store {store} ingest jobs/round-N\n"
-          f"    leka bench run --resume {run_id}", file=sys.stderr)
-
-
-def _pct(x) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
-
-
-class _Progress:
-    """A rich progress bar over samples (finished ones included on resume) under a line naming the task in
-    progress: a task id has its own line, so it is never cut to fit beside the bar."""
-
-    def __init__(self, total: int, quiet: bool) -> None:
-        self.total, self.quiet, self.correct, self.seen = total, quiet, 0, 0
-        self.now = "starting"
-
-    def __enter__(self) -> "_Progress":
-        if not self.quiet:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            from rich.text import Text
-
-            outer = self
-
-            class _TwoLines(Progress):
-                def get_renderables(self):  # type: ignore[override]
-                    yield Text(outer.now, overflow="fold")
-                    yield self.make_tasks_table(self.tasks)
-
-            self.p = _TwoLines(TimeElapsedColumn(), BarColumn(bar_width=24), MofNCompleteColumn(),
-                               TextColumn("correct {task.fields[correct]}"), console=Console(stderr=True))
-            self.p.__enter__()
-            self.bar = self.p.add_task("bench", total=self.total, correct=0)
-        return self
-
-    def start(self, task, idx: int) -> None:
-        self.now = f"running {task.id}" + (f" #{idx}" if idx else "")
-
-    def update(self, task, idx: int, rec) -> None:
-        if rec is not None and rec.get("correct") is True:
-            self.correct += 1
-        if not self.quiet:
-            self.p.update(self.bar, advance=1, correct=self.correct)
-
-    def __exit__(self, *exc) -> None:
-        if not self.quiet:
-            self.now = "done" if exc[0] is None else "stopped"
-            self.p.__exit__(*exc)

@@ -1,0 +1,224 @@
+"""`leka bench run`: a method on workloads (a new run, or --resume of a stored one), each sample stored as
+it finishes; the progress bar and the closing summary line."""
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class _RunSpec:
+    """What a run is made with: from the command line, or from the stored config on --resume."""
+    run_id: str | None
+    tasks: list[Any]
+    method: str
+    target_spec: str
+    samples: int
+    options: dict[str, Any]
+    budget: str
+    trials: int
+    measure: bool
+    rpc: Any
+    cfg: dict[str, Any] = field(default_factory=dict)  # the stored config (filled in when the run is created)
+    selection: Any = None
+
+
+def cmd_run(args) -> int:
+    from leka.bench.store import ResultStore
+    from leka.budget import Budget
+    from leka.methods import get_method, list_methods
+    from leka.targets import get_target
+
+    if args.method == "list":
+        print("\n".join(list_methods()))
+        return 0
+    store = ResultStore(args.store)
+    spec = _resume_spec(store, args) if args.resume else _new_spec(args)
+    budget = Budget.parse(spec.budget)
+    method = get_method(spec.method, spec.options)
+    target = get_target(spec.target_spec)
+    if spec.rpc:  # before the run exists: an unreachable farm is one line, not a run left "started"
+        from leka.runners.rpc import check_farm
+
+        check_farm(spec.rpc)
+    if spec.run_id is None:
+        spec.run_id = _create_run(store, args, spec, target)
+    run_id = spec.run_id
+    print(f"run {run_id}: {spec.method} on {target.name}, {len(spec.tasks)} workloads x {spec.samples} samples "
+          f"(store {store.path})", file=sys.stderr, flush=True)
+    out = _execute(args, store, spec, method, target, budget)
+    _print_summary(store, run_id, out, spec.options)
+    print(run_id)
+    return 0
+
+
+def _resume_spec(store: Any, args) -> _RunSpec:
+    from leka.tasks import get_task, load_task_folder
+
+    run = store.get_run(args.resume)
+    cfg = run["config"]
+    for p in cfg.get("task_paths", []):
+        load_task_folder(p)
+    spec = _RunSpec(run["run_id"], [get_task(i) for i in cfg["task_ids"]], run["method"], cfg["target_spec"],
+                    cfg["samples"], cfg["options"], cfg["budget"], cfg["trials"], cfg["measure"], cfg.get("rpc"),
+                    cfg)
+    store.add_event(spec.run_id, "resumed", {"finished": len(store.finished_keys(spec.run_id))})
+    return spec
+
+
+def _new_spec(args) -> _RunSpec:
+    from leka.errors import LekaError
+
+    from .bench_cmd import _select  # bench_cmd imports this module: a late import, no cycle at load time
+
+    if args.samples < 1 or args.trials < 1:
+        raise LekaError("--samples and --trials must be >= 1")
+    sel, tasks = _select(args)
+    if not tasks:
+        raise LekaError("no workload matches the filters (see `leka bench list`)")
+    options = _parse_options(args.option)
+    if args.remote is not None:  # few rounds by default: each step is one round on the remote host
+        from leka.remote.loop import REMOTE_K, REMOTE_STEPS
+
+        options = {"max_steps": REMOTE_STEPS, "k": REMOTE_K, **options,
+                   "remote_store": _remote_store(args, args.method)}
+    return _RunSpec(None, tasks, args.method, args.target, args.samples, options, args.budget, args.trials,
+                    not args.no_measure, args.rpc, selection=sel)
+
+
+def _create_run(store: Any, args, spec: _RunSpec, target: Any) -> str:
+    from leka.evaluator import versions
+
+    spec.cfg = {"selection": spec.selection.to_json(), "task_ids": [t.id for t in spec.tasks],
+                "task_paths": args.tasks, "target_spec": spec.target_spec, "target": target.to_json(),
+                "samples": spec.samples, "options": spec.options, "budget": spec.budget, "trials": spec.trials,
+                "measure": spec.measure, "argv": sys.argv[1:]}
+    if spec.rpc:
+        spec.cfg["rpc"] = spec.rpc
+    return store.create_run(spec.method, target.name, spec.cfg, versions())
+
+
+def _execute(args, store: Any, spec: _RunSpec, method: Any, target: Any, budget: Any) -> Any:
+    """Run the missing samples here or on an executor; the RunOutcome."""
+    from leka.bench.runner import run_benchmark
+    from leka.evaluator import EvalConfig
+    from leka.executors.base import evaluator_for
+
+    run_id, tasks, samples, options = spec.run_id, spec.tasks, spec.samples, spec.options
+    finished = store.finished_keys(run_id)
+    todo = sum(1 for t in tasks for i in range(samples) if (t.id, spec.method, i) not in finished)
+    if args.executor != "local" and todo:
+        from leka.executors.cli import run_on_executor
+
+        return run_on_executor(args, store, run_id, tasks, method, samples, options, {**spec.cfg, "rpc": spec.rpc})
+    # A finished run needs no evaluator worker (starting one costs a TVM import).
+    ev = (evaluator_for(target, EvalConfig(trials=spec.trials, measure=spec.measure), spec.rpc)
+          if todo and not options.get("remote_store") else contextlib.nullcontext())
+    with ev as evaluator, _Progress(len(tasks) * samples, args.quiet or not todo) as prog:
+        return run_benchmark(store, run_id, tasks, target, method, samples, evaluator, budget, options,
+                             on_sample=prog.update, on_start=prog.start)
+
+
+def _print_summary(store: Any, run_id: str, out: Any, options: dict[str, Any]) -> None:
+    from leka.bench import metrics
+    from leka.executors.cli import print_where
+
+    recs = store.samples(run_id)
+    s = metrics.summarize(recs)
+    line = (f"run {run_id}: {out.done} new samples ({out.skipped_finished} already done) in {out.wall_s:.1f} s; "
+            f"{s.samples} stored: compile {_pct(s.compile_rate)}, Correct@1 {_pct(s.correct_at_1)}, "
+            f"Fast@1.0 vs {s.baseline or '—'} {_pct(s.fast_at.get('Fast@1.0'))}, geomean speedup "
+            + (f"{s.geomean_speedup:.2f}x" if s.geomean_speedup is not None else "—"))
+    print(line, file=sys.stderr)
+    if out.not_applicable:
+        print(f"  not applicable to {len(out.not_applicable)} workloads: "
+              f"{next(iter(out.not_applicable.values()))} ...", file=sys.stderr)
+    print_where(recs)
+    if out.stopped:
+        print(f"  stopped early ({out.stopped}); continue with --resume {run_id}", file=sys.stderr)
+    if out.pending:
+        _remote_next(out.pending, options["remote_store"], run_id)
+
+
+def _parse_options(items: list[str]) -> dict:
+    from leka.errors import LekaError
+
+    out = {}
+    for it in items:
+        k, sep, v = it.partition("=")
+        if not sep or not k:
+            raise LekaError(f"--option {it!r}: expected KEY=VALUE")
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def _remote_store(args, method: str) -> str:
+    from leka.errors import LekaError
+    from leka.remote.pending import DEFAULT_STORE
+
+    if method != "leka":
+        raise LekaError(f"--remote is for --method leka (its attempts pause on remote measurements), not {method}")
+    if args.executor != "local" or args.rpc:
+        raise LekaError("--remote measures in rounds of job folders: not with --executor or --rpc")
+    return str(Path(args.remote or DEFAULT_STORE).resolve())
+
+
+def _remote_next(pending: int, store: str, run_id: str) -> None:
+    print(f"  {pending} attempt(s) wait for the remote host; each round:\n"
+          f"    leka remote --store {store} batch -o jobs\n"
+          "    (GPU host) python3 -m leka.remote.multi --jobs 8 jobs/round-N/*/\n"
+          f"    leka remote --store {store} ingest jobs/round-N\n"
+          f"    leka bench run --resume {run_id}", file=sys.stderr)
+
+
+def _pct(x) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+class _Progress:
+    """A rich progress bar over samples (finished ones included on resume) under a line naming the task in
+    progress: a task id has its own line, so it is never cut to fit beside the bar."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total, self.quiet, self.correct, self.seen = total, quiet, 0, 0
+        self.now = "starting"
+
+    def __enter__(self) -> "_Progress":
+        if not self.quiet:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.text import Text
+
+            outer = self
+
+            class _TwoLines(Progress):
+                def get_renderables(self):  # type: ignore[override]
+                    yield Text(outer.now, overflow="fold")
+                    yield self.make_tasks_table(self.tasks)
+
+            self.p = _TwoLines(TimeElapsedColumn(), BarColumn(bar_width=24), MofNCompleteColumn(),
+                               TextColumn("correct {task.fields[correct]}"), console=Console(stderr=True))
+            self.p.__enter__()
+            self.bar = self.p.add_task("bench", total=self.total, correct=0)
+        return self
+
+    def start(self, task, idx: int) -> None:
+        self.now = f"running {task.id}" + (f" #{idx}" if idx else "")
+
+    def update(self, task, idx: int, rec) -> None:
+        if rec is not None and rec.get("correct") is True:
+            self.correct += 1
+        if not self.quiet:
+            self.p.update(self.bar, advance=1, correct=self.correct)
+
+    def __exit__(self, *exc) -> None:
+        if not self.quiet:
+            self.now = "done" if exc[0] is None else "stopped"
+            self.p.__exit__(*exc)
