@@ -18,6 +18,7 @@ import pytest
 
 from leka.evaluator import EvalConfig, Evaluator
 from leka.evaluator import sandbox as sb
+from leka.evaluator import sandbox_plan as sp
 from leka.evaluator.pool import Worker, WorkerFault
 from leka.tasks import get_task
 
@@ -191,13 +192,13 @@ def test_files_only_root_may_read_stay_unread():
 
 @pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
                     reason="needs root and a system python")
-@pytest.mark.skipif(not all(sb._world_readable(p) for p in sb.needed_paths() if not p.startswith("/root/")),
+@pytest.mark.skipif(not all(sp._world_readable(p) for p in sb.needed_paths() if not p.startswith("/root/")),
                     reason="the checkout is closed to other users (e.g. under mktemp -d): plan() never picks an "
                            "unprivileged outside uid then")
 def test_fork_bomb_is_bounded_by_rlimit_nproc_as_an_unprivileged_outside_uid():
     # As root with an interpreter any user can read (CI images), bwrap runs as an unprivileged uid and
     # RLIMIT_NPROC counts the sandbox's processes alone.
-    _fork_bomb(sb.Plan(sb._OUTER_UID_BASE + os.getpid() % 50_000, (), "rlimit"), "/usr/bin/python3")
+    _fork_bomb(sb.Plan(sp._OUTER_UID_BASE + os.getpid() % 50_000, (), "rlimit"), "/usr/bin/python3")
 
 
 def test_priority_is_raised_from_outside_and_restored():
@@ -216,8 +217,8 @@ def test_priority_is_raised_from_outside_and_restored():
 
 
 def test_missing_bwrap_is_a_one_line_error(monkeypatch):
-    real = sb.shutil.which
-    monkeypatch.setattr(sb.shutil, "which", lambda name: None if name == "bwrap" else real(name))
+    real = sp.shutil.which
+    monkeypatch.setattr(sp.shutil, "which", lambda name: None if name == "bwrap" else real(name))
     with pytest.raises(sb.SandboxError, match="apt-get install bubblewrap"):
         Run("print(1)")
 
