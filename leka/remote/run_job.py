@@ -59,17 +59,44 @@ def run_one(job_dir: Path) -> dict:
         res["error"] = f"no {job['device']} device here"
         return res
     t0 = time.perf_counter()
+    mods = _load_modules(job_dir, job, res)
+    if mods is None:
+        return res
+    res["load_s"] = round(time.perf_counter() - t0, 3)
+    verdict, args_by_role = _check_trials(job_dir, job, mods, dev)
+    for role in mods:
+        v = verdict[role]
+        res[f"{role}_correct"] = bool(v) and all(t.get("mismatches") == 0 for t in v)
+        res[f"{role}_trials"] = v
+    res["correct"] = res["candidate_correct"]
+    if len(args_by_role) == 2:
+        res.update(_time(job, mods, args_by_role, dev))
+    res["ran"] = True
+    res["device_name"] = _device_name(dev, job["device"])
+    return res
+
+
+def _load_modules(job_dir: Path, job: dict, res: dict) -> dict | None:
+    """Candidate and baseline modules; None (with res["error"]) when one fails to load."""
+    import tvm
+
     mods = {}
     for role in ("candidate", "baseline"):
         try:
             mods[role] = tvm.runtime.load_module(str(job_dir / job[role]["file"]))
         except Exception as e:  # noqa: BLE001 - load = nvcc compile for CUDA: report, don't crash
             res["error"] = f"{role} load failed: {str(e).strip().splitlines()[-1] if str(e).strip() else e}"
-            return res
-    res["load_s"] = round(time.perf_counter() - t0, 3)
+            return None
+    return mods
+
+
+def _check_trials(job_dir: Path, job: dict, mods: dict, dev) -> tuple[dict, dict]:
+    """Per role, each trial's verdict (mismatches or the error), and the arguments of its last good run."""
+    import tvm
+
     n_in = job["n_inputs"]
     outs_spec = [a for a in job["args"] if a[3] == "output"]
-    verdict = {"candidate": [], "baseline": []}
+    verdict: dict = {"candidate": [], "baseline": []}
     args_by_role: dict = {}
     for trial in job["trials"]:
         data = np.load(job_dir / trial["file"])
@@ -90,27 +117,23 @@ def run_one(job_dir: Path) -> dict:
             verdict[role].append({"dist": trial["dist"], "mismatches": sum(c for c, _ in counts),
                                   "max_abs_err": max(m for _, m in counts)})
             args_by_role[role] = args
-    for role in mods:
-        v = verdict[role]
-        res[f"{role}_correct"] = bool(v) and all(t.get("mismatches") == 0 for t in v)
-        res[f"{role}_trials"] = v
-    res["correct"] = res["candidate_correct"]
-    if len(args_by_role) == 2:  # time alternately so drift (clocks, other load) hits both alike
-        number, rounds = job["timing"]["number"], job["timing"]["rounds"]
-        samples: dict = {"candidate": [], "baseline": []}
-        for _ in range(rounds):
-            for role in ("candidate", "baseline"):
-                timer = mods[role].time_evaluator(job["entry"], dev, number=number, repeat=1)
-                samples[role].append(float(timer(*args_by_role[role]).mean))
-        cand_ms = statistics.median(samples["candidate"]) * 1e3
-        base_ms = statistics.median(samples["baseline"]) * 1e3
-        res.update(candidate_ms=round(cand_ms, 5), baseline_ms=round(base_ms, 5), baseline=job["baseline"]["name"],
-                   speedup=round(base_ms / cand_ms, 3) if cand_ms > 0 else None,
-                   spread=round((max(samples["candidate"]) - min(samples["candidate"])) * 1e3 / cand_ms, 4),
-                   gflops=round(job["flops"] / (cand_ms * 1e-3) / 1e9, 2) if job.get("flops") else None)
-    res["ran"] = True
-    res["device_name"] = _device_name(dev, job["device"])
-    return res
+    return verdict, args_by_role
+
+
+def _time(job: dict, mods: dict, args_by_role: dict, dev) -> dict:
+    """Candidate and baseline timed alternately, so drift (clocks, other load) hits both alike."""
+    number, rounds = job["timing"]["number"], job["timing"]["rounds"]
+    samples: dict = {"candidate": [], "baseline": []}
+    for _ in range(rounds):
+        for role in ("candidate", "baseline"):
+            timer = mods[role].time_evaluator(job["entry"], dev, number=number, repeat=1)
+            samples[role].append(float(timer(*args_by_role[role]).mean))
+    cand_ms = statistics.median(samples["candidate"]) * 1e3
+    base_ms = statistics.median(samples["baseline"]) * 1e3
+    return dict(candidate_ms=round(cand_ms, 5), baseline_ms=round(base_ms, 5), baseline=job["baseline"]["name"],
+                speedup=round(base_ms / cand_ms, 3) if cand_ms > 0 else None,
+                spread=round((max(samples["candidate"]) - min(samples["candidate"])) * 1e3 / cand_ms, 4),
+                gflops=round(job["flops"] / (cand_ms * 1e-3) / 1e9, 2) if job.get("flops") else None)
 
 
 def _device_name(dev, kind: str) -> str:
