@@ -166,3 +166,13 @@ def test_depthwise_and_pointwise_candidates_are_correct(evaluator, rule, task_id
     for ir in (irs[0], irs[-1]):
         res = evaluator.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
         assert res.compiled and res.correct, (ir.notes["knobs"], res.failure, res.error)
+
+
+def test_pointwise_tiles_on_rows_the_vector_does_not_divide_are_correct(evaluator):
+    # 12-wide rows, 16-lane vectors: a 16-pixel tile ends mid-row (its write-back was wrong); now 48 pixels
+    task = _fused_conv_bias_relu(ci=16, co=16, hw=12, k=1)
+    irs = cpu_pointwise_conv.apply(_context(task))
+    assert irs
+    for ir in irs:
+        res = evaluator.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
+        assert res.compiled and res.correct, (ir.notes["knobs"], res.failure, res.error)
