@@ -183,7 +183,8 @@ def test_limits_are_checked_before_building():
     assert not ir.validate(get_target("cuda"))
 
 
-@pytest.mark.parametrize("task_id", ["l1-attn_scores_qkt-4x128x32-f16", "l1-linear_bias-64x512x128-f16"])
+@pytest.mark.parametrize("task_id", [pytest.param("l1-attn_scores_qkt-4x128x32-f16", marks=pytest.mark.slow),
+                                     "l1-linear_bias-64x512x128-f16"])
 def test_tensor_core_matmul_emits_wmma(task_id, tmp_path):
     """fp16 GEMMs on sm_90 and sm_87: batched Q.K^T (B read as [j, k]: the col-major fragment) and x.W + bias
     (row-major B, bias and cast in the write-out) become one kernel of WMMA loads, mma_syncs and stores.
