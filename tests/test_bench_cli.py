@@ -62,7 +62,8 @@ def test_run_records_carry_required_fields(finished_run):
         for key in ("task", "workload", "target", "method", "candidate_hash", "correct", "failure", "candidate_ms",
                     "spread", "baseline", "budget", "versions", "sample_idx"):
             assert key in r, key
-        assert r["correct"] is True and r["baseline"].startswith("tvm-naive")
+        assert r["correct"] is True, (r["task"], r["failure"], r.get("error"))
+        assert r["baseline"].startswith("tvm-naive")
         assert {"tvm", "llvm", "leka"} <= set(r["versions"])
     by_task = {r["task"]: r["meta"]["schedule"] for r in recs}
     assert by_task["benchtest-add-64"].startswith("dlight: no rule applies")  # elementwise: no CPU rule
