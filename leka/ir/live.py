@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .errors import IRApplyError
+from .intrinsics import register_tensor_intrinsics
 from .steps import Step
 
 
@@ -235,8 +236,7 @@ class LiveSchedule:
         return [self.sch.get(rf).name_hint]
 
     def _tensorize(self, op: str, a: dict[str, Any]) -> None:
-        import tvm.s_tir.tensor_intrin  # noqa: F401  (registers the CUDA WMMA intrinsics)
-
+        register_tensor_intrinsics()  # the CUDA WMMA / x86 VNNI tables, once per process
         self.sch.tensorize(self._block_or_loop(a["target"]), a["intrin"], preserve_unit_iters=True)
 
     def _cache(self, op: str, a: dict[str, Any]) -> list[str]:
