@@ -64,14 +64,10 @@ def _vm_runner(exe: Any) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
     import tvm
     from tvm import relax
 
-    dev = tvm.cpu()
-    vm = relax.VirtualMachine(exe, dev)
+    from .runtime import VMCall
 
-    def run(inputs: list[np.ndarray]) -> list[np.ndarray]:
-        out = vm["main"](*[tvm.runtime.tensor(np.ascontiguousarray(x), dev) for x in inputs])
-        outs = list(out) if not hasattr(out, "numpy") else [out]
-        return [o.numpy() for o in outs]
-    return run
+    dev = tvm.cpu()
+    return VMCall(relax.VirtualMachine(exe, dev)["main"], dev)
 
 
 def _ort_runner(model_path: str, names: list[str], threads: int) -> Callable[[list[np.ndarray]], list[np.ndarray]]:

@@ -33,6 +33,42 @@ def _device(family: str) -> Any:
     return tvm.runtime.device("cpu", 0), KDL_CPU
 
 
+class VMCall:
+    """One inference through a Relax VM's `main`, numpy in and numpy out, as a deployment calls it: the input
+    tensors are allocated on the device once and refilled per call (`copyfrom`), outputs leave through DLPack
+    (a zero-copy view on the CPU, copied so that the next call cannot change them). `tvm.runtime.tensor()` and
+    `.numpy()` per call cost ~30 µs of Python-side allocation here, more than a small model's kernels (AD
+    autoencoder: 43.7 µs per inference that way, 17 µs this way, of which `main` 14 µs)."""
+
+    def __init__(self, main: Any, dev: Any) -> None:
+        self._main, self._dev = main, dev
+        self._on_cpu = dev.dlpack_device_type() == KDL_CPU
+        self._key: list[tuple[tuple[int, ...], str]] = []
+        self._bufs: list[Any] = []
+        self._views: list[np.ndarray] = []  # on the CPU: numpy views of the buffers, filled by np.copyto
+
+    def device_inputs(self, inputs: list[np.ndarray]) -> list[Any]:
+        import tvm
+
+        key = [(x.shape, x.dtype.str) for x in inputs]
+        if key != self._key:
+            self._key = key
+            self._bufs = [tvm.runtime.empty(x.shape, str(x.dtype), self._dev) for x in inputs]
+            self._views = [np.from_dlpack(b) for b in self._bufs] if self._on_cpu else []
+        if self._on_cpu:
+            for view, x in zip(self._views, inputs, strict=True):
+                np.copyto(view, x)
+        else:
+            for buf, x in zip(self._bufs, inputs, strict=True):
+                buf.copyfrom(np.ascontiguousarray(x))
+        return self._bufs
+
+    def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        out = self._main(*self.device_inputs(inputs))
+        outs = [out] if hasattr(out, "numpy") else list(out)
+        return [np.from_dlpack(o).copy() if self._on_cpu else o.numpy() for o in outs]
+
+
 class LoadedArtifact:
     def __init__(self, out: str | Path) -> None:
         self.manifest = load_manifest(out)
@@ -44,30 +80,27 @@ class LoadedArtifact:
         if dev_type != KDL_CPU:  # the VM runs shape functions on the host CPU
             init += [KDL_CPU, 0, POOLED_ALLOCATOR]
         self._vm["vm_initialization"](*init)
-        self._main = self._vm["main"]
+        self._call = VMCall(self._vm["main"], self.dev)
 
     def run(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        outs = self._main(*self.tensors(arrays))
-        outs = [outs] if hasattr(outs, "numpy") else list(outs)
-        return {spec["name"]: o.numpy() for spec, o in zip(self.manifest["outputs"], outs, strict=True)}
+        outs = self._call(self.inputs(arrays))
+        return {spec["name"]: o for spec, o in zip(self.manifest["outputs"], outs, strict=True)}
 
     def median_ms(self, arrays: dict[str, np.ndarray], runs: int = 50) -> float:
-        """Median wall time of one inference (inputs already on the device; outputs synchronised)."""
+        """Median wall time of one inference, numpy in and numpy out (as `run`)."""
         import time
 
-        args = self.tensors(arrays)
-        self.run(arrays)
+        inputs = self.inputs(arrays)
+        self._call(inputs)
         times = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            out = self._main(*args)
-            (out if hasattr(out, "numpy") else out[0]).numpy()
+            self._call(inputs)
             times.append((time.perf_counter() - t0) * 1e3)
         return float(np.median(times))
 
-    def tensors(self, arrays: dict[str, np.ndarray]) -> list[Any]:
-        import tvm
-
+    def inputs(self, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """The model's inputs in order, each checked against the manifest's shape and dtype."""
         args = []
         for spec in self.manifest["inputs"]:
             if spec["name"] not in arrays:
@@ -77,7 +110,7 @@ class LoadedArtifact:
             if list(x.shape) != spec["shape"] or str(x.dtype) != spec["dtype"]:
                 raise OptimizeError(f"input {spec['name']!r} is {x.dtype}{list(x.shape)}, the model takes "
                                     f"{spec['dtype']}{spec['shape']}")
-            args.append(tvm.runtime.tensor(np.ascontiguousarray(x), self.dev))
+            args.append(x)
         return args
 
 
