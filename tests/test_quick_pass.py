@@ -67,3 +67,13 @@ def test_quick_pass_judges_rule_candidates_through_the_evaluator():
 
 def test_quick_pass_stops_at_its_time_limit():
     assert run_quick(QuickJob([_spec()], "host-cpu", "test-run", None, minutes=-1.0)) == []
+
+
+def test_quick_pass_runs_on_until_the_whole_budget_ends():
+    """After the searches the pass may use what they left: its own share spent (minutes=-1), the run's
+    deadline still ahead, the kernel is judged; a deadline already past does not extend it."""
+    import time
+
+    (w,) = run_quick(QuickJob([_spec()], "host-cpu", "test-run", None, minutes=-1.0, until=time.time() + 600))
+    assert w.detail["candidates"]
+    assert run_quick(QuickJob([_spec()], "host-cpu", "test-run", None, minutes=-1.0, until=time.time() - 1)) == []

@@ -124,6 +124,8 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
             view: OptimizeView) -> tuple[dict[str, Winner], Any]:
     """Decisions by kernel key: reused from the db (re-verified), or tuned now; and with --remote, what still
     waits for the remote host (remote.RemoteWaiting, None when nothing does)."""
+    from leka.budget import Budget
+
     from .tune import tune_all
 
     tkey = target_key(preset)
@@ -147,8 +149,9 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
             decisions.update(tune_on_executor(opts.executor, profs, preset, opts.method, opts.method_options(),
                                               run_id, db, view.event, rpc=opts.rpc))
         rest = [p for p in profs if p.spec.key not in decisions]
+        minutes = Budget.parse(opts.budget).limits.get("minutes")
         decisions.update(tune_all(rest, preset, opts.method, opts.method_options(), run_id, db, opts.jobs,
-                                  view.event, rpc=opts.rpc))
+                                  view.event, rpc=opts.rpc, until=time.time() + minutes * 60 if minutes else None))
     return decisions, None
 
 
@@ -263,7 +266,8 @@ def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProf
         for kind, v in ((w.detail.get("spent") or {}) if w else {}).items():
             if isinstance(v, (int, float)) and w.run_id == run_id:
                 spent[kind] = spent.get(kind, 0) + v
-        decision = (f"not tuned ({p.why_not})" if w is None else
+        why_not = "the quick pass ran out of time" if p.quick else p.why_not
+        decision = (f"not tuned ({why_not})" if w is None else
                     ("tuned" if w.run_id == run_id else "reused from db") + (": replaced" if w.source else
                                                                               ": default kept"))
         kernels.append({**p.to_json(), "decision": decision, "speedup": w.speedup if w else None,

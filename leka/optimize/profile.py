@@ -6,7 +6,9 @@ Kernels under MIN_SHARE get no search: each is tuned too little to find anything
 kernels are tuned the many small ones add up (SqueezeNet-mini: ~3.5 of 6.3 ms). They get a quick pass
 instead (tune.run_quick: the offline rules' first candidates judged once each), which shares QUICK_FRACTION
 of the time limit; the searched kernels split the rest, and one whose part is under MIN_SEARCH_MINUTES
-joins the quick pass with its minutes.
+joins the quick pass with its minutes. The pass runs after the searches and also gets what they left of the
+time limit (a search stops early when its rules are exhausted): SqueezeNet-mini, minutes=3, load 4.7, left
+18 of its 28 kernels (5.4 of 6.8 ms) at their default builds when the pass had only its own 0.9 min.
 """
 from __future__ import annotations
 

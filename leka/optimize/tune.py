@@ -89,6 +89,9 @@ class QuickJob:
     leka_home: str | None
     minutes: float | None  # the pass's time limit (None: QUICK_CANDIDATES evaluations per kernel only)
     rpc: str | None = None
+    # When the whole run's minutes end (epoch seconds): the pass runs after the searched kernels, and what
+    # their searches left unspent (an agent stops when its rules are exhausted) is its time too.
+    until: float | None = None
 
 
 def run_quick(job: QuickJob, events: Any = None) -> list[Winner]:
@@ -104,10 +107,11 @@ def run_quick(job: QuickJob, events: Any = None) -> list[Winner]:
 
     preset = get_target(job.target)
     proposer = get_proposer(None)
-    t0, out = time.monotonic(), []
+    out: list[Winner] = []
+    until = None if job.minutes is None else max(time.time() + job.minutes * 60, job.until or 0.0)
     with evaluator_for(preset, EvalConfig(), job.rpc) as ev:
         for spec in job.specs:
-            if job.minutes is not None and time.monotonic() - t0 > job.minutes * 60:
+            if until is not None and time.time() > until:
                 break  # out of time: the rest keep their default build (not recorded: tried next run)
             if events is not None:
                 events.put((spec.key, "start", "quick pass"))
@@ -183,9 +187,10 @@ def is_winner(res: dict[str, Any]) -> bool:
 
 def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,
              db: TuningDB, jobs: int, on_event: Callable[[str, str, Any], None],
-             rpc: str | None = None) -> dict[str, Winner]:
+             rpc: str | None = None, until: float | None = None) -> dict[str, Winner]:
     """Tune every kernel with a budget and pass the quick ones (neither already decided in the db); returns the
-    new decisions by key."""
+    new decisions by key. `until`: when the whole minutes budget ends (epoch seconds), the quick pass's
+    deadline if later than its own share."""
     tkey = target_key(preset)
     todo = [p for p in profs if p.budget is not None]
     quick = [p for p in profs if p.quick and p.budget is None and preset.runnable and db.get(p.spec.key, tkey) is None]
@@ -203,7 +208,7 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
                                                                    run_id, home, rpc), events)), [p]) for p in todo}
         if quick:  # after the searched kernels: they matter more if the time runs out
             limit = None if any(p.quick_minutes is None for p in quick) else sum(p.quick_minutes or 0 for p in quick)
-            job = QuickJob([p.spec for p in quick], target, run_id, home, limit, rpc)
+            job = QuickJob([p.spec for p in quick], target, run_id, home, limit, rpc, until)
             running[QUICK_KEY] = (pool.apply_async(run_quick, (job, events)), quick)
         return _collect(running, events, on_event, db, tkey, method, run_id)
     except BaseException:  # Ctrl-C or a failure here: stop the jobs (each closes its evaluator on SIGTERM)
