@@ -78,7 +78,7 @@ class CandidateIR:
     def base_func(self) -> Any:
         """The algorithm layer's PrimFunc. Only for trusted text: untrusted text goes to leka.ir.isolated."""
         if self.algorithm.kind == "task":
-            return self._task().build()
+            return self._task().definition()
         if not self.algorithm.is_trusted:
             raise IRApplyError("untrusted algorithm text must be parsed in a worker (leka.ir.isolated)")
         from .isolated import parse_algorithm

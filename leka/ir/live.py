@@ -76,13 +76,14 @@ class LiveSchedule:
         """Re-derive the name table from the current IR, keeping names of loops that survived."""
         fresh = fresh or {}
         new: list[tuple[str, Any]] = []
+        new_srefs: list[Any] = []  # srefs of `new`, kept: each get_sref is a type-checked TVM call
         taken: set[str] = set()
         fresh_srefs = [(n, self.sch.get_sref(rv)) for n, rv in fresh.items()]
         alive = self._alive()
         for bname in self.block_names():
             for rv in self.sch.get_loops(self.sch.get_sblock(bname)):
                 sref = self.sch.get_sref(rv)
-                if any(self.sch.get_sref(r).same_as(sref) for _, r in new):
+                if any(s.same_as(sref) for s in new_srefs):
                     continue  # shared loop, already named through an earlier block
                 name = next((n for n, s in fresh_srefs if s.same_as(sref)), None) or self._find(rv, alive)
                 if name is None or name in taken:
@@ -93,6 +94,7 @@ class LiveSchedule:
                         n += 1
                 taken.add(name)
                 new.append((name, rv))
+                new_srefs.append(sref)
         self.loops = new
 
     def loop(self, name: str) -> Any:

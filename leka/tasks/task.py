@@ -101,6 +101,13 @@ class Task:
     def inputs(self) -> tuple[ArgSpec, ...]:
         return tuple(a for a in self.args if a.role == "input")
 
+    def definition(self) -> Any:
+        """`build()`, once per Task object: the rules re-read the definition for every candidate they sketch
+        (a PrimFunc is immutable, so one serves them all; a TVMScript definition takes up to 0.4 s to parse)."""
+        if "_definition" not in self.__dict__:
+            self.__dict__["_definition"] = self.build()
+        return self.__dict__["_definition"]
+
     @property
     def outputs(self) -> tuple[ArgSpec, ...]:
         return tuple(a for a in self.args if a.role == "output")
