@@ -101,6 +101,14 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: PointwiseAxes, 
     red = [loops[i] for i in b.reduce]
     outer = others + ([c0, p0] if kn["outer"] == "channels" else [p0, c0])
     sk.do("reorder", loops=outer + red + [c1, p1])
+    finish_gemm_tile(sk, ctx, b, outer, red, c1, p1)
+
+
+def finish_gemm_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, outer: list[str], red: list[str], reg: str,
+                     vec: str) -> None:
+    """The channel x pixel tile, loops already ordered outer + red + [reg, vec]: outer loops parallel, the
+    accumulator tile written back per tile with the elementwise epilogue inlined there, `reg` unrolled,
+    `vec` vectorised, the init split off (also cpu.conv_im2col's GEMM tile)."""
     parallel_outer(sk, outer, ctx.cores)
     tile_at = sk.loops(b.name)[len(sk.loops(b.name)) - len(red) - 3]  # the last outer loop
     cw = sk.mem_do("cache_write", block=b.name, buffer=0, scope="global", at=tile_at)[0]
@@ -110,8 +118,8 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: PointwiseAxes, 
     cw_loops = sk.loops(cw)
     if sk.extent(cw_loops[-1]) >= 4:
         sk.do("vectorize", loop=cw_loops[-1])
-    sk.do("unroll", loop=c1)
-    sk.do("vectorize", loop=p1)
+    sk.do("unroll", loop=reg)
+    sk.do("vectorize", loop=vec)
     first_red = next(lp for lp in sk.loops(b.name) if lp in red)
     sk.do("decompose_reduction", block=b.name, loop=first_red)
 
