@@ -137,10 +137,12 @@ def test_untrusted_algorithm_text_is_checked_in_a_worker(matmul):
 def test_tensorize_names_only_registered_intrinsics(matmul):
     """The tensorize step takes an intrinsic from the allow-list, each of which TVM 0.27 registers; any
     other name (a model's invention, a Python expression) is one format error line."""
-    import tvm.s_tir.tensor_intrin  # noqa: F401
     from tvm.s_tir import TensorIntrin
 
+    from leka.ir.intrinsics import register_tensor_intrinsics
     from leka.ir.steps import SCOPES, TENSOR_INTRINSICS
+
+    register_tensor_intrinsics()  # TVM's tables and LEKA's own (leka.ir.vnni)
 
     for name in TENSOR_INTRINSICS:
         TensorIntrin.get(name)  # raises when TVM does not know it

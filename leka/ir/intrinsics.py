@@ -39,3 +39,7 @@ def register_tensor_intrinsics() -> None:
     """Import TVM's tensor-intrinsic tables (schedule.tensorize looks intrinsics up by name)."""
     with _getmodule_misses_remembered():
         import tvm.s_tir.tensor_intrin  # noqa: F401
+
+    from .vnni import register_vnni  # LEKA's vpdpbusd intrinsic (TVM's fails LLVM 22's verifier)
+
+    register_vnni()

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import IRFormatError
+from .vnni import VNNI_DOT
 
 # field name -> type tag. "loop"/"block"/"loops" are names; "factors" is a list of positive ints with at most one null;
 # "intrin" is one of TENSOR_INTRINSICS.
@@ -42,15 +43,16 @@ THREADS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y
            "vthread.y", "vthread.z")
 SCOPES = ("global", "shared", "shared.dyn", "local", "wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 # Tensor intrinsics a tensorize step may name: TVM 0.27's CUDA WMMA family for fp16 inputs (registered by
-# tvm.s_tir.tensor_intrin.cuda; 16x16x16 fragments, warp-wide). A name is never taken from model text as is:
-# only these, which a test checks are registered.
+# tvm.s_tir.tensor_intrin.cuda; 16x16x16 fragments, warp-wide) and LEKA's x86 VNNI dot (leka.ir.vnni). A name
+# is never taken from model text as is: only these, which a test checks are registered.
 _WMMA = "wmma_{}_16x16x16_"
 TENSOR_INTRINSICS = tuple(
     [_WMMA.format("load") + f"f16_{ab}{tr}_{sc}"
      for ab in "ab" for tr in ("", "_trans") for sc in ("shared", "shared_dyn")]
     + [_WMMA.format("sync") + f"f16f16{acc}{tr}" for acc in ("f32", "f16") for tr in ("", "_trans")]
     + [_WMMA.format("fill") + acc for acc in ("f32", "f16")]
-    + [_WMMA.format("store") + f"{acc}_{sc}" for acc in ("f32", "f16") for sc in ("shared", "shared_dyn", "global")])
+    + [_WMMA.format("store") + f"{acc}_{sc}" for acc in ("f32", "f16") for sc in ("shared", "shared_dyn", "global")]
+    + [VNNI_DOT])  # x86 AVX-512 VNNI vpdpbusd, 16 int32 lanes x 4 u8*s8 (leka.ir.vnni)
 # Memory steps may say after which schedule step they apply ("after": index, -1 = before all); default: at the end.
 OPTIONAL_FIELDS = {"after"}
 
