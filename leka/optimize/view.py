@@ -32,9 +32,11 @@ class OptimizeView:
     def kernels(self, profs: list[KernelProfile]) -> None:
         for p in profs:
             self.order.append(p.spec.key)
-            status = "queued" if p.budget is not None else f"not tuned ({p.why_not})"
+            queued = p.budget is not None or p.quick
+            status = "queued" if queued else f"not tuned ({p.why_not})"
             self.rows[p.spec.key] = {"name": p.spec.name, "weight": p.spec.weight, "share": p.share,
-                                     "ms": p.default_ms, "budget": p.budget, "status": status, "result": "-"}
+                                     "ms": p.default_ms, "budget": p.budget or ("quick pass" if p.quick else None),
+                                     "status": status, "result": "-"}
 
     def set(self, key: str, status: str, result: str = "-") -> None:
         self.rows[key].update(status=status, result=result)
