@@ -53,6 +53,10 @@ TENSOR_INTRINSICS = tuple(
     + [_WMMA.format("fill") + acc for acc in ("f32", "f16")]
     + [_WMMA.format("store") + f"{acc}_{sc}" for acc in ("f32", "f16") for sc in ("shared", "shared_dyn", "global")]
     + [VNNI_DOT])  # x86 AVX-512 VNNI vpdpbusd, 16 int32 lanes x 4 u8*s8 (leka.ir.vnni)
+# The annotation that marks a block as a pure layout rewrite of a weight parameter (MetaSchedule's key): the
+# model build splits such a block out of its kernel and runs it once on the constant weight
+# (leka/optimize/prepack.py); a kernel run whole ignores it.
+PREPROC_KEY = "meta_schedule.layout_rewrite_preproc"
 # Memory steps may say after which schedule step they apply ("after": index, -1 = before all); default: at the end.
 OPTIONAL_FIELDS = {"after"}
 

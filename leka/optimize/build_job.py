@@ -3,7 +3,8 @@
 Winning kernels are candidate text (TVMScript from a method), so they are parsed, compiled and executed
 here, never in the process that judges them (docs/architecture.md, trust boundaries). The job re-imports
 the model (deterministic, so kernel names match), puts the winners in place of their PrimFuncs, builds the
-whole model with relax for the target, exports the library, runs it on the inputs it is given (the parent
+whole model with relax for the target (a winner's weight packing split out and done at build time,
+leka/optimize/prepack.py), exports the library, runs it on the inputs it is given (the parent
 compares the outputs with ONNX Runtime) and times it against the tvm-naive and tvm-dlight builds and ONNX
 Runtime, alternating rounds with the same thread count. Writes JOB's "result" path as JSON.
 """
@@ -125,12 +126,15 @@ def main(job_path: str) -> int:
     from leka.targets import get_target
 
     from .importer import import_model, parse_shapes
+    from .prepack import prepack_weights, prepacked
 
     preset = get_target(job["target"])
     _loaded, fused = import_model(job["model"], parse_shapes(job.get("shapes")))
     result: dict[str, Any] = {}
     t0 = time.perf_counter()
-    optimized = compile_model(with_winners(fused, job["replace"]), preset)
+    winners = prepack_weights(with_winners(fused, job["replace"]))  # winners' weight packing, folded once
+    result["prepacked"] = prepacked(winners)
+    optimized = compile_model(winners, preset)
     result["build_s"] = time.perf_counter() - t0
     optimized.export_library(job["export"])
     if preset.runnable and preset.family == "cpu" and job.get("inputs"):

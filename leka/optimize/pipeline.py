@@ -285,4 +285,5 @@ def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProf
                                            "spent_summary": ", ".join(f"{k}={v:.4g}" for k, v in spent.items() if v)
                                            or "nothing"},
             "build_s": result.get("build_s"), "latency": result.get("latency"), "latency_threads": _threads(preset),
+            "prepacked": result.get("prepacked", []),  # kernels whose weight packing ran at build time (prepack.py)
             "verification": verification, "wall_s": time.monotonic() - t0}

@@ -8,7 +8,10 @@ every lane is useful whatever the width. The weights W[co, ci, kh, kw] read alon
 each channel block's weights are first copied into a [ci, kh, kw, co] buffer (cache_read at the channel
 block's loop + transform_layout), once per block (all at once before the loop when the channel blocks alone
 are too few to share between threads): that copy reads the weight tensor once, while the convolution reads
-each weight once per output pixel. The register tile is (rows x pixels of a row) x (vecs vectors of channels); the whole
+each weight once per output pixel. The all-at-once copy is marked a layout rewrite of the weight: in a model
+it runs once at build time on the constant weights (leka/optimize/prepack.py); the per-block copy cannot be
+split out of the loop it shares with the convolution and stays per call. The register tile is
+(rows x pixels of a row) x (vecs vectors of channels); the whole
 reduction (ci x kh x kw) runs outside it; the accumulator tile is written back per tile with the fused
 epilogue (bias, relu) inlined there; the padding stage stays a separate stage.
 
@@ -22,6 +25,7 @@ from leka.ir import CandidateIR, IRApplyError
 
 from ..analysis import BlockInfo, _uses
 from ..context import RuleContext
+from ..prepack_mark import mark_weight_prepack
 from ..cpu_plan import lanes_for
 from ..sketch import Sketch
 from .cpu_conv_register_tile import ConvAxes, conv_axes, single_reduction, tile_variants
@@ -92,6 +96,8 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: ConvAxes, kn: d
     pack = sk.mem_do("cache_read", block=b.name, buffer=w_idx, scope="global", at=outer if per_block else None)[0]
     nd = len(blk.reads[w_idx].region)
     sk.mem_do("transform_layout", block=pack, access="write", buffer=0, permutation=list(range(1, nd)) + [0])
+    if not per_block:  # packed once before the loop: in a model, once at build time (leka/optimize/prepack.py)
+        mark_weight_prepack(sk, pack)
     tile_at = sk.loops(b.name)[len(sk.loops(b.name)) - len(red) - 4]  # the last outer loop (x0)
     sk.mem_do("cache_write", block=b.name, buffer=0, scope="global", at=tile_at)
     for ep in ctx.infos[ctx.infos.index(b) + 1:]:

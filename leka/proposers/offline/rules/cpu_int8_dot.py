@@ -5,7 +5,8 @@ verifier).
 The suite's int8 kernels are s8 x s8 (activations often with a zero point, `(x + c) * w`), so the algorithm
 layer rewrites the reduction: the activation is shifted to u8 (x + 128, a per-call copy), the weights are
 packed inside the kernel into [N/16, K/4, 16, 4] (zero-padded when N is not a multiple of 16, the
-accumulator padded too), and the offset is applied after the reduction:
+accumulator padded too; the packing block is marked a layout rewrite, so in a model, where the weights are
+constants, it runs once at build time: leka/optimize/prepack.py), and the offset is applied after the reduction:
 sum((x + c) * w) = sum((x + 128) * w) + (c - 128) * sum(w), the column sums computed per call (by the same
 instruction, against u8 ones). The schedule tensorises 16 output lanes x 4 reduce steps under a register tile
 of rows x output vectors. Declined: one-row (GEMV-like) reductions, where packing the weights per call costs
@@ -23,6 +24,7 @@ from ..algorithm.common import as_candidate, loop_nest, map_expr, point_region, 
 from ..analysis import analyze
 from ..context import RuleContext
 from ..cpu_plan import inline_intermediates, lanes_for, parallel_outer, schedule_rest
+from ..prepack_mark import mark_weight_prepack
 
 NAME = "cpu.int8_dot"
 INTRIN = VNNI_DOT
@@ -280,6 +282,7 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
             done = set(inline_intermediates(sk, [b for b in infos if b.name not in mine]))
             schedule_rest(sk, infos, done | {g, sums.name}, lambda b: lanes_for(ctx.facts, b.dtype_bits), ctx.cores,
                           rfactor=False)
+            mark_weight_prepack(sk, f"{g}_b_pack")  # in a model: packed once at build time (optimize/prepack.py)
         ir = ctx.attempt(NAME, dict(kn), build, start=start)
         if ir is not None:
             out.append(ir)
