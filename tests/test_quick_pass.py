@@ -2,6 +2,7 @@
 and run_quick judges the offline rules' first candidates (correct through the evaluator, or not taken)."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from leka.optimize.extract import KernelSpec
@@ -77,3 +78,36 @@ def test_quick_pass_runs_on_until_the_whole_budget_ends():
     (w,) = run_quick(QuickJob([_spec()], "host-cpu", "test-run", None, minutes=-1.0, until=time.time() + 600))
     assert w.detail["candidates"]
     assert run_quick(QuickJob([_spec()], "host-cpu", "test-run", None, minutes=-1.0, until=time.time() - 1)) == []
+
+
+def _clip_spec() -> KernelSpec:
+    """ReLU6 as opset-11 exporters write it: Clip with 0-d min/max tensors, params of shape () in the kernel."""
+    from tvm import te
+
+    x = te.placeholder((1, 8, 4, 4), "float32", name="X")
+    lo = te.placeholder((), "float32", name="lo")
+    hi = te.placeholder((), "float32", name="hi")
+    out = te.compute(x.shape, lambda *i: te.min(te.max(x(*i), lo()), hi()), name="clip")
+    func = te.create_prim_func([x, lo, hi, out]).with_attr("global_symbol", "main")
+    args = [("X", (1, 8, 4, 4), "float32", "input"), ("lo", (), "float32", "input"),
+            ("hi", (), "float32", "input"), ("clip", (1, 8, 4, 4), "float32", "output")]
+    return KernelSpec("clip0123456789ab", "clip", ["clip"], 1, func.script(), args)
+
+
+def test_scalar_params_keep_their_shape():
+    """0-d params stay 0-d from input generation to the reference build (np.ascontiguousarray made them 1-d:
+    every kernel of MobileNet v2 at opset 11 crashed in its reference)."""
+    from leka.optimize.extract import make_task
+
+    task = make_task(_clip_spec(), None)
+    x, lo, hi = task.generate_inputs(np.random.default_rng(0), "normal")
+    assert lo.shape == () and hi.shape == ()
+    (got,) = task.reference(x, np.float32(-0.5), np.float32(0.5))
+    assert np.array_equal(got, np.clip(x, -0.5, 0.5))
+
+
+def test_one_kernel_failing_does_not_sink_the_quick_pass():
+    broken = KernelSpec("brok0123456789ab", "broken", ["broken"], 1, "not tvmscript", list(_spec().args))
+    bad, good = run_quick(QuickJob([broken, _spec()], "host-cpu", "test-run", None, minutes=None))
+    assert bad.source is None and "Error" in bad.detail["error"]
+    assert good.detail["candidates"] and good.kernel_key == _spec().key

@@ -143,7 +143,7 @@ class _DefaultBuildReference:
             self._exe = tvm.compile(tvm.IRModule({"main": _parse_trusted(self.spec.script)}), target=host)
         dev = tvm.cpu()
         outs = [a for a in self.spec.args if a[3] == "output"]
-        args = [tvm.runtime.tensor(np.ascontiguousarray(x), dev) for x in inputs]
+        args = [tvm.runtime.tensor(np.asarray(x, order="C"), dev) for x in inputs]
         res = [tvm.runtime.empty(s, d, dev) for _n, s, d, _r in outs]
         self._exe["main"](*args, *res)
         return tuple(r.numpy() for r in res)

@@ -60,7 +60,7 @@ class VMCall:
                 np.copyto(view, x)
         else:
             for buf, x in zip(self._bufs, inputs, strict=True):
-                buf.copyfrom(np.ascontiguousarray(x))
+                buf.copyfrom(np.asarray(x, order="C"))
         return self._bufs
 
     def __call__(self, inputs: list[np.ndarray]) -> list[np.ndarray]:

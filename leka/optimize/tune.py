@@ -116,7 +116,11 @@ def run_quick(job: QuickJob, events: Any = None) -> list[Winner]:
             if events is not None:
                 events.put((spec.key, "start", "quick pass"))
             t_k = time.monotonic()
-            out.append(_quick_one(spec, preset, proposer, ev, job.run_id, ProposalRequest))
+            try:
+                out.append(_quick_one(spec, preset, proposer, ev, job.run_id, ProposalRequest))
+            except Exception as e:  # one kernel's failure (its reference, a rule) is its own, not the pass's
+                out.append(crashed_winner(spec.key, spec.task_id, "quick-rules", job.run_id,
+                                          f"{type(e).__name__}: {str(e)[:300]}", "quick pass"))
             out[-1].detail["spent"] = {"minutes": (time.monotonic() - t_k) / 60}
             if events is not None:
                 events.put((spec.key, "msg", f"quick pass: {out[-1].detail.get('rule') or 'no winner'}"))

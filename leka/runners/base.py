@@ -24,5 +24,5 @@ def check_arrays(params: list[tuple[str, tuple[int, ...], str]], arrays: Sequenc
         a = np.asarray(a)
         if tuple(a.shape) != tuple(shape) or str(a.dtype) != dtype:
             raise RunnerError(f"param {name}: expected {dtype}{list(shape)}, got {a.dtype}{list(a.shape)}")
-        out.append(np.ascontiguousarray(a))
+        out.append(np.asarray(a, order="C"))
     return out

@@ -134,7 +134,7 @@ class OpenCLLoaded:
         for i, a in alt.items():
             if a.nbytes:
                 mixed = self.host[i] if final else mix(self.host[i], a, rng)
-                self.cl.enqueue_copy(self.queue, self.buffers[i], np.ascontiguousarray(mixed))
+                self.cl.enqueue_copy(self.queue, self.buffers[i], np.asarray(mixed, order="C"))
         for i, pattern in fills.items():
             if self.host[i].nbytes:
                 self.cl.enqueue_fill_buffer(self.queue, self.buffers[i], pattern, 0, self.host[i].nbytes)

@@ -64,7 +64,7 @@ def alternate(a: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     perm = rng.permutation(a.shape[axis])
     while a.shape[axis] > 1 and np.array_equal(perm, np.arange(a.shape[axis])):
         perm = rng.permutation(a.shape[axis])
-    return np.ascontiguousarray(np.take(a, perm, axis=axis))
+    return np.asarray(np.take(a, perm, axis=axis), order="C")
 
 
 def mix(uploaded: np.ndarray, alt: np.ndarray, rng: np.random.Generator) -> np.ndarray:

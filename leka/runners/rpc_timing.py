@@ -149,7 +149,7 @@ class RemotePreproc:
         out: list[np.ndarray | None] = [None] * n_kernel
         for name, shape, dtype in mix_params(self.params, self.outputs)[n_kernel:]:
             if name in per_input:
-                out.append(np.ascontiguousarray(per_input[name]))
+                out.append(np.asarray(per_input[name], order="C"))
                 continue
             value = np.zeros(shape, dtype)
             if name == "st":

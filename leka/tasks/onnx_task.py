@@ -80,7 +80,7 @@ def onnx_task(path: str | Path, *, id: str, domain: str, description: str = "", 
         return _relax_with_weight_params(loaded, len(weights))
 
     def reference(*arrays: np.ndarray) -> Any:
-        outs = sess.run(None, {n: np.ascontiguousarray(a) for n, a in zip(feed_names, arrays[:n_act])})
+        outs = sess.run(None, {n: np.asarray(a, order="C") for n, a in zip(feed_names, arrays[:n_act])})
         return tuple(outs) if len(outs) > 1 else outs[0]
 
     def make_inputs(rng: np.random.Generator, dist: str) -> list[np.ndarray]:

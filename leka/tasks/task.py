@@ -149,7 +149,7 @@ class Task:
 
     def generate_inputs(self, rng: np.random.Generator, dist: str) -> list[np.ndarray]:
         if self.make_inputs is not None:
-            return [np.ascontiguousarray(a) for a in self.make_inputs(rng, dist)]
+            return [np.asarray(a, order="C") for a in self.make_inputs(rng, dist)]
         return [generate(a, rng, dist) for a in self.inputs]
 
     def run_reference(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -201,7 +201,7 @@ def generate(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
         x = np.clip(x, -16.0, 16.0)  # precision, not overflow
     if spec.low is not None or spec.high is not None:
         x = np.clip(x, spec.low if spec.low is not None else -np.inf, spec.high if spec.high is not None else np.inf)
-    return np.ascontiguousarray(x.astype(dt))
+    return np.asarray(x.astype(dt), order="C")
 
 
 def _holdout(dist: str, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
@@ -245,7 +245,7 @@ def _structured(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarra
         x = (np.log(u) - np.log1p(-u)) * (np.sqrt(3.0) / np.pi)
         if spec.low is not None or spec.high is not None:
             x = np.clip(x, spec.low if spec.low is not None else -np.inf, spec.high if spec.high is not None else np.inf)
-    return np.ascontiguousarray(x.astype(dt)).reshape(spec.shape)  # (ascontiguousarray makes 0-d 1-d)
+    return np.asarray(x.astype(dt), order="C").reshape(spec.shape)  # (np.ascontiguousarray would make 0-d 1-d)
 
 
 def _run_lengths(rng: np.random.Generator, n: int, longest: int) -> np.ndarray:
