@@ -66,7 +66,9 @@ def _add_run_parser(bsub) -> None:
     q.add_argument("--target", default="host-cpu", help="preset name or TVM target dict as JSON (default host-cpu)")
     q.add_argument("--samples", type=int, default=1,
                    help="independent attempts per workload, n for Correct@k (default 1)")
-    q.add_argument("--budget", default="", help='e.g. "calls=20,usd=2,compiles=200,minutes=10" (any subset)')
+    q.add_argument("--budget", default="", help='the whole run\'s limits, shared by every workload, e.g. '
+                   '"calls=20,usd=2,compiles=200,minutes=10" (any subset); each attempt\'s own limits: '
+                   '--option agent_budget=compiles=64,measurements=64,minutes=5')
     q.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="method option (repeatable)")
     q.add_argument("--trials", type=int, default=5, help="correctness trials per sample (default 5)")
     q.add_argument("--no-measure", action="store_true", help="correctness only")
