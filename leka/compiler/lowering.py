@@ -59,13 +59,14 @@ def lower_and_build(mod, target, param_names: list[str]) -> Lowered:
 
 
 def walk(stmt, visit) -> None:
-    """Pre-order walk over TIR statements (0.27 exposes no Python post_order_visit for TIR)."""
+    """Pre-order walk over TIR statements, into s_tir blocks too (0.27 exposes no Python post_order_visit for
+    TIR)."""
     import tvm
 
     visit(stmt)
     for child in getattr(stmt, "seq", None) or ():
         walk(child, visit)
-    for attr in ("body", "then_case", "else_case"):
+    for attr in ("block", "body", "then_case", "else_case"):
         child = getattr(stmt, attr, None)
         if isinstance(child, tvm.tirx.Stmt):
             walk(child, visit)

@@ -23,7 +23,7 @@ def prepack_weights(mod: Any) -> Any:
     unchanged where no kernel has one (or TVM cannot split it: the kernels then pack per call, as tuned)."""
     from tvm import relax
 
-    if not any(PREPROC_KEY in str(f) for _gv, f in mod.functions_items() if not isinstance(f, relax.Function)):
+    if not any(_marked(f) for _gv, f in mod.functions_items() if not isinstance(f, relax.Function)):
         return mod
     try:
         split = relax.transform.SplitLayoutRewritePreproc()(mod)
@@ -33,6 +33,15 @@ def prepack_weights(mod: Any) -> Any:
     # the import folded every all-constant call before fusion (importer.fuse), so this folds only the packing
     # calls the split added whose weight is a constant
     return _drop_uncalled(relax.transform.FoldConstant()(split))
+
+
+def _marked(func: Any) -> bool:
+    """A block of `func` carries PREPROC_KEY (a walk of its statements: printing every kernel is slower)."""
+    from leka.compiler.lowering import walk
+
+    found: list[bool] = []
+    walk(func.body, lambda s: found.append(True) if PREPROC_KEY in (getattr(s, "annotations", None) or {}) else None)
+    return bool(found)
 
 
 def _drop_uncalled(mod: Any) -> Any:
