@@ -113,6 +113,7 @@ class Bounded:
     cut_off: str | None  # "algorithm rewrite alg.X (parsing TVMScript)"-style account of where it was
     elapsed_s: float
     cut_off_rule: str | None = None  # the offline rule (NAME) the child was inside, when known
+    forked: bool = False  # ran in a child: what it spent must be brought home (its "spent" messages)
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m.get("kind") == kind]
@@ -168,7 +169,22 @@ def run_forked(work: Callable[[Emit], None], deadline: float, grace_s: float = 0
         _reap(pid)
         os.close(rfd)
         dump.close()
-    return Bounded(messages, cut_off, time.monotonic() - t0, rule)
+    return Bounded(messages, cut_off, time.monotonic() - t0, rule, forked=True)
+
+
+def mirror_spending(budget: Any, emit: Emit) -> None:
+    """In a forked child: every charge and settle of `budget` is also sent to the parent the moment it
+    happens, so a step that fails or is cut off after a model call still pays for it there (the child's
+    copy of the accountant dies with it). The parent settles each {"kind": "spent"} message."""
+    if budget is None:
+        return
+    for name in ("charge", "settle"):
+        spend = getattr(budget, name)
+
+        def mirrored(kind: str, amount: float = 1, _spend: Callable[..., None] = spend) -> None:
+            _spend(kind, amount)
+            emit({"kind": "spent", "what": kind, "amount": amount})
+        setattr(budget, name, mirrored)
 
 
 def _child(work: Callable[[Emit], None], rfd: int, wfd: int, dump: Any) -> None:

@@ -25,11 +25,16 @@ def one_line(text: str, limit: int = 400) -> str:
     return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
+def forks(ctx: AgentContext, deadline: float | None) -> bool:
+    """Whether bounded_work runs in a forked child (the run has a clock and the step a deadline)."""
+    return ctx.clock is not None and deadline is not None
+
+
 def bounded_work(ctx: AgentContext, work: Callable[[Emit], None], deadline: float | None) -> Bounded:
     """IR work in a forked child killed at `deadline` when the run has a clock; else in this process."""
-    if ctx.clock is None or deadline is None:
+    if not forks(ctx, deadline):
         return run_inline(work)
-    return run_forked(work, deadline)
+    return run_forked(work, deadline)  # type: ignore[arg-type]
 
 
 def evaluate(ctx: AgentContext, key: str, source: str, fn: Callable[[str], dict[str, Any]],

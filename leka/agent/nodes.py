@@ -21,8 +21,8 @@ from typing import Any
 from leka.ir.layers import adopt_trusted_text_hashes, trusted_text_hashes
 
 from .context import AgentContext
-from .deadline import Bounded, Emit
-from .evaluation import bounded_work, evaluate, one_line
+from .deadline import Bounded, Emit, mirror_spending
+from .evaluation import bounded_work, evaluate, forks, one_line
 from .finalize import finalize  # noqa: F401 - the graph's finalize node (graph.py: nodes.finalize)
 from .state import LAYERS, AgentState, Best, CandidateRecord, LayerStatus, Policy, StepRecord
 
@@ -137,9 +137,11 @@ def _prepare_one(ctx: AgentContext, base_ir: Any, prop: dict[str, Any], seen: se
         return out | {"failure": "invalid", "error": one_line(str(e) or type(e).__name__)}
 
 
-def _step_work(state: AgentState, ctx: AgentContext, layer: str, proposals: list[dict[str, Any]] | None):
+def _step_work(state: AgentState, ctx: AgentContext, layer: str, proposals: list[dict[str, Any]] | None,
+               forked: bool):
     """The step's IR work as work(emit) for deadline.run_forked: proposals (unless journaled), then each
-    one prepared for the evaluator. Messages: phase, proposals, stopped, prepared."""
+    one prepared for the evaluator. Messages: phase, spent (forked: each model call's charges as they
+    happen), proposals, stopped, prepared."""
     policy = Policy.from_json(state["policy"])
     best = state["best"]
 
@@ -148,16 +150,16 @@ def _step_work(state: AgentState, ctx: AgentContext, layer: str, proposals: list
         props = proposals
         if props is None:
             emit({"kind": "phase", "what": f"{layer} proposer"})
-            spent0, trusted0 = _budget_spent(ctx), trusted_text_hashes()
+            if forked:
+                mirror_spending(ctx.budget, emit)
+            trusted0 = trusted_text_hashes()
             try:
                 props = _propose(state, ctx, layer, policy, base_ir)
             except ctx.budget_errors as e:
                 return emit({"kind": "stopped", "budget": True, "error": f"budget: {e}"})
             except Exception as e:  # garbage reply, proposer crash: a recorded failed step, then retry
                 return emit({"kind": "stopped", "budget": False, "error": one_line(f"{type(e).__name__}: {e}")})
-            spent1 = _budget_spent(ctx)
-            emit({"kind": "proposals", "items": props, "trusted": sorted(trusted_text_hashes() - trusted0),
-                  "spent": {k: spent1[k] - spent0.get(k, 0) for k in spent1 if k != "minutes"}})
+            emit({"kind": "proposals", "items": props, "trusted": sorted(trusted_text_hashes() - trusted0)})
         seen = set(state.get("seen", []))
         for i, prop in enumerate(props):
             emit({"kind": "phase", "what": f"preparing candidate {i} ({_rule_of(prop) or 'proposal'})", "index": i})
@@ -192,14 +194,6 @@ def _candidate(i: int, prop: dict[str, Any], ctx: AgentContext) -> CandidateReco
     return cand
 
 
-def _settle(ctx: AgentContext, spent: dict[str, float]) -> None:
-    """Put the forked proposer's spending (LLM calls, tokens, usd) on the run's budget."""
-    settle = getattr(ctx.budget, "settle", None)
-    for kind, amount in spent.items():
-        if amount and settle is not None:
-            settle(kind, amount)
-
-
 def _cut_off_text(got: Bounded, bound: str) -> str:
     return f"step cut off after {got.elapsed_s:.0f} s ({bound}): {got.cut_off}"
 
@@ -210,14 +204,15 @@ def _gather(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord
     by index). A cut-off is written to the record; one at a proposal marks that candidate."""
     key = f"step{record['step']}:proposals"
     proposals = ctx.journal.journal_get(ctx.run_id, key)
-    got = bounded_work(ctx, _step_work(state, ctx, layer, proposals), deadline)
+    got = bounded_work(ctx, _step_work(state, ctx, layer, proposals, forks(ctx, deadline)), deadline)
     stop: str | None = None
     for m in got.messages:
-        if m["kind"] == "proposals":
+        if m["kind"] == "spent" and got.forked and ctx.budget is not None:
+            ctx.budget.settle(m["what"], m["amount"])  # charged in the child, whatever became of the step
+        elif m["kind"] == "proposals":
             proposals = m["items"]
             ctx.journal.journal_put(ctx.run_id, key, proposals)
-            if ctx.clock is not None:  # spent and trusted in the forked child: bring both home
-                _settle(ctx, m["spent"])
+            if got.forked:  # trusted in the forked child: bring it home
                 adopt_trusted_text_hashes(m.get("trusted", []))
         elif m["kind"] == "stopped" and m["budget"]:
             stop = m["error"]
