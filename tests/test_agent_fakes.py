@@ -82,7 +82,8 @@ class ScriptedProposer:
                 self.calls[json.loads(line)["layer"]] += 1
         self.histories: list[list[dict[str, Any]]] = []
 
-    def __call__(self, layer: str, ir: FakeIR, history: list[dict[str, Any]], k: int) -> list[FakeProposal]:
+    def __call__(self, layer: str, ir: FakeIR, history: list[dict[str, Any]], k: int,
+                 walked: tuple[str, ...] = ()) -> list[FakeProposal]:
         n = self.calls[layer]
         self.calls[layer] += 1
         self.histories.append(history)

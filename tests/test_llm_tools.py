@@ -75,3 +75,39 @@ def test_plain_requests_hash_as_before(server):
     from leka.llm.base import build_request
 
     assert "tools" not in build_request("s", [{"role": "user", "content": "x"}], 10, 0.0)
+
+
+SCHEMA = {"name": "menu_picks", "schema": {"type": "object", "required": ["picks"],
+                                           "properties": {"picks": {"type": "array", "items": {"type": "string"}}}}}
+
+
+def test_reply_schema_in_each_wire_format(server):
+    """Structured output: OpenAI json_schema, Anthropic a forced answer tool whose input is the reply."""
+    client = _client(server)
+    answer = {"picks": ["o1a"]}
+    server.then(Action(text="", tool_calls=[{"name": "menu_picks", "arguments": answer}])
+                if server.flavor == "anthropic" else Action(text=json.dumps(answer)))
+    reply = client.complete("sys", [{"role": "user", "content": "pick"}], schema=SCHEMA)
+    assert json.loads(reply.text) == answer and not reply.tool_calls
+    body = server.requests[0]["body"]
+    if server.flavor == "anthropic":
+        assert body["tools"][0]["input_schema"] == SCHEMA["schema"]
+        assert body["tool_choice"] == {"type": "tool", "name": "menu_picks"}
+    else:
+        assert body["response_format"]["type"] == "json_schema"
+        assert body["response_format"]["json_schema"]["schema"] == SCHEMA["schema"]
+
+
+def test_llama_cpp_python_dialect_and_forced_tool(monkeypatch):
+    from leka.llm.compat import CompatClient
+
+    with FakeLLMServer("compat", lifetime_s=60) as srv:
+        client = CompatClient("m-1", base_url=srv.url, retry=FAST, schema_dialect="json_object")
+        srv.then(Action(text='{"picks": []}'),
+                 Action(text="", tool_calls=[{"name": "compile", "arguments": {"path": "k.py"}}]))
+        client.complete("sys", [{"role": "user", "content": "pick"}], schema=SCHEMA)
+        forced = client.complete("sys", [{"role": "user", "content": "go"}], tools=TOOLS, tool_choice="compile")
+        first, second = (r["body"] for r in srv.requests)
+    assert first["response_format"] == {"type": "json_object", "schema": SCHEMA["schema"]}
+    assert second["tool_choice"] == {"type": "function", "function": {"name": "compile"}}
+    assert forced.tool_calls[0]["name"] == "compile"

@@ -45,7 +45,7 @@ def _req(task, k=2):
 
 def test_valid_reply_becomes_proposals_with_meta(matmul):
     client = ScriptedClient(["```json\n" + json.dumps(GOOD) + "\n```"])
-    props = LLMProposer(client, client.spec).propose(_req(matmul))
+    props = LLMProposer(client, client.spec, variant="v1").propose(_req(matmul))
     assert len(props) == 1
     p = props[0]
     assert [s.op for s in p.ir.schedule.steps][-1] == "decompose_reduction"
@@ -59,7 +59,7 @@ def test_valid_reply_becomes_proposals_with_meta(matmul):
 
 def test_validation_error_goes_back_once(matmul):
     client = ScriptedClient([json.dumps(BAD), json.dumps(GOOD)])
-    props = LLMProposer(client, client.spec).propose(_req(matmul))
+    props = LLMProposer(client, client.spec, variant="v1").propose(_req(matmul))
     assert len(props) == 1 and props[0].meta["calls"] == 2
     feedback = json.dumps(client.requests[1]["messages"][-1])
     assert "loop C.j has extent 256; split factor 7 does not divide it" in feedback
@@ -68,14 +68,14 @@ def test_validation_error_goes_back_once(matmul):
 def test_two_bad_replies_raise(matmul):
     client = ScriptedClient([json.dumps(BAD), "not json at all"])
     with pytest.raises(LLMReplyError):
-        LLMProposer(client, client.spec).propose(_req(matmul))
+        LLMProposer(client, client.spec, variant="v1").propose(_req(matmul))
 
 
 def test_replayed_output_is_not_labelled_llm(matmul, tmp_path):
     path = tmp_path / "transcript.jsonl"
     client = ScriptedClient([json.dumps(GOOD)], recorder=Recorder(path))
-    live = LLMProposer(client, client.spec).propose(_req(matmul))
-    replay = get_proposer(f"replay:{path}")
+    live = LLMProposer(client, client.spec, variant="v1").propose(_req(matmul))
+    replay = get_proposer(f"replay:{path}", variants={"schedule": "v1"})
     again = replay.propose(_req(matmul))
     assert replay.is_llm is False
     assert [p.ir.hash() for p in again] == [p.ir.hash() for p in live]

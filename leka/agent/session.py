@@ -66,19 +66,21 @@ def proposer_label(proposer: Any) -> str:
     return f"{name} (LLM)"
 
 
-def make_proposer(llm: str | None, base_url: str | None, budget: Any, variants: dict[str, str] | None = None) -> Any:
+def make_proposer(llm: str | None, base_url: str | None, budget: Any, variants: dict[str, str] | None = None,
+                  pick: str | None = None, seed: int = 0) -> Any:
     from leka.proposers import get_proposer
 
     return get_proposer(llm, base_url=base_url, budget=budget, cache_path=leka_home() / "llm_cache.sqlite",
-                        variants=variants)
+                        variants=variants, pick=pick, seed=seed)
 
 
 def propose_fn(proposer: Any, task: Any, target: Any) -> Callable[..., list[Any]]:
     from leka.proposers import ProposalRequest
 
-    def propose(layer: str, ir: Any, history: list[dict[str, Any]], k: int) -> list[Any]:
+    def propose(layer: str, ir: Any, history: list[dict[str, Any]], k: int,
+                walked: tuple[str, ...] = ("algorithm", "schedule", "memory")) -> list[Any]:
         return list(proposer.propose(ProposalRequest(layer=layer, ir=ir, task=task, target=target,
-                                                     history=history, k=k)))
+                                                     history=history, k=k, walked=tuple(walked))))
     return propose
 
 

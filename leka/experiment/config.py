@@ -190,13 +190,15 @@ def load_config(path: str | Path) -> ExperimentConfig:
 
 
 def method_options(entry: MethodEntry, cfg: ExperimentConfig, llm: str | None, base_url: str | None) -> dict[str, Any]:
-    """The options a method entry runs with: its own, the per-attempt budget, and the model override."""
+    """The options a method entry runs with: its own, the per-attempt budget, and the model (--llm) unless
+    the entry names its own proposer."""
     from leka.methods.options import ATTEMPT_BUDGET
 
     opts = dict(entry.options)
     if cfg.budget and ATTEMPT_BUDGET not in opts:
         opts[ATTEMPT_BUDGET] = cfg.budget
-    if llm and entry.method not in NO_MODEL_METHODS:
+    # An entry that names its own proposer (llm = "offline", or a pick control) keeps it under --llm.
+    if llm and entry.method not in NO_MODEL_METHODS and "llm" not in opts and "pick" not in opts:
         opts["llm"] = llm
         if base_url:
             opts["base_url"] = base_url

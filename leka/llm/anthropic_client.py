@@ -6,6 +6,7 @@ become the completion's tool calls; other blocks (thinking) are dropped.
 """
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -31,9 +32,7 @@ class AnthropicClient(LLMClient):
     def _send(self, request: dict[str, Any]) -> RawReply:
         params: dict[str, Any] = {"model": self.model, "max_tokens": request["max_tokens"],
                                   "messages": wire_messages(request["messages"])}
-        if request.get("tools"):
-            params["tools"] = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
-                               for t in request["tools"]]
+        params.update(_wire_tools(request))
         if request["system"]:
             params["system"] = request["system"]
         try:
@@ -49,6 +48,8 @@ class AnthropicClient(LLMClient):
         blocks = getattr(resp, "content", None)
         if blocks is None:
             raise LLMRequestError(f"{self.spec}: reply has no content")
+        if request.get("schema") and not request.get("tools"):
+            blocks = _answer_as_text(blocks, request["schema"]["name"])
         usage = getattr(resp, "usage", None)
         input_tokens = getattr(usage, "input_tokens", None) if usage else None
         if input_tokens is not None:  # prompt-cache reads/writes are input too
@@ -61,6 +62,35 @@ class AnthropicClient(LLMClient):
             finish_reason=getattr(resp, "stop_reason", None),
             tool_calls=[{"id": b.id, "name": b.name, "arguments": dict(b.input or {})}
                         for b in blocks if getattr(b, "type", None) == "tool_use"] or None)
+
+
+def _wire_tools(request: dict[str, Any]) -> dict[str, Any]:
+    """Tools as the Messages API takes them. A reply schema becomes one tool the model must call (the
+    API's way to constrain a reply to a JSON schema); a forced tool becomes tool_choice."""
+    tools = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+             for t in request.get("tools") or ()]
+    forced = request.get("tool_choice")
+    if request.get("schema") and not tools:
+        spec = request["schema"]
+        tools, forced = [{"name": spec["name"], "description": "Give the answer.", "input_schema": spec["schema"]}], \
+            spec["name"]
+    out: dict[str, Any] = {"tools": tools} if tools else {}
+    if forced:
+        out["tool_choice"] = {"type": "tool", "name": forced}
+    return out
+
+
+class _Text:
+    type = "text"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _answer_as_text(blocks: list[Any], name: str) -> list[Any]:
+    """The forced answer tool's input is the reply: JSON text, as other providers return it."""
+    answer = [b for b in blocks if getattr(b, "type", None) == "tool_use" and getattr(b, "name", None) == name]
+    return [_Text(json.dumps(dict(answer[0].input or {})))] if answer else list(blocks)
 
 
 def wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

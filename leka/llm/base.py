@@ -145,9 +145,13 @@ def _clean_message(i: int, m: Any, tools: bool) -> dict[str, Any]:
 
 
 def build_request(system: str, messages: list[dict[str, Any]], max_tokens: int, temperature: float,
-                  sample: int = 0, tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                  sample: int = 0, tools: list[dict[str, Any]] | None = None, schema: dict[str, Any] | None = None,
+                  tool_choice: str | None = None) -> dict[str, Any]:
     """The provider-independent request: validated, copied to plain dicts, ready to hash. `tools`:
-    [{"name", "description", "parameters": JSON schema}] offered for native tool use."""
+    [{"name", "description", "parameters": JSON schema}] offered for native tool use; `tool_choice`:
+    None/"auto" (the model decides) or the name of the one tool it must call (servers that ignore
+    "auto" still honour a forced call). `schema`: {"name", "schema": JSON schema} the reply must
+    follow, sent to servers that constrain decoding by it (structured output)."""
     if not isinstance(system, str):
         raise LLMError("system prompt must be a string")
     if not isinstance(messages, list) or not messages:
@@ -163,6 +167,14 @@ def build_request(system: str, messages: list[dict[str, Any]], max_tokens: int, 
         request["tools"] = [{"name": t["name"], "description": t.get("description", ""),
                              "parameters": t.get("parameters") or {"type": "object", "properties": {}}}
                             for t in tools]
+        if tool_choice not in (None, "auto"):
+            if tool_choice not in {t["name"] for t in tools}:
+                raise LLMError(f"tool_choice {tool_choice!r} names no offered tool")
+            request["tool_choice"] = tool_choice
+    if schema is not None:
+        if not isinstance(schema.get("name"), str) or not isinstance(schema.get("schema"), dict):
+            raise LLMError("a reply schema is {'name': str, 'schema': JSON schema}")
+        request["schema"] = {"name": schema["name"], "schema": schema["schema"]}
     return request
 
 
@@ -179,7 +191,8 @@ def estimate_tokens(text: str) -> int:
 def request_text(request: dict[str, Any]) -> str:
     calls = [canonical_json(m["tool_calls"]) for m in request["messages"] if m.get("tool_calls")]
     return (request["system"] + "".join(m["content"] for m in request["messages"]) + "".join(calls)
-            + (canonical_json(request["tools"]) if request.get("tools") else ""))
+            + (canonical_json(request["tools"]) if request.get("tools") else "")
+            + (canonical_json(request["schema"]) if request.get("schema") else ""))
 
 
 class LLMClient:
@@ -221,9 +234,12 @@ class LLMClient:
 
     # -- the pipeline ---------------------------------------------------------------------------
     def complete(self, system: str, messages: list[dict[str, Any]], *, max_tokens: int = 2048,
-                 temperature: float = 0.0, sample: int = 0, tools: list[dict[str, Any]] | None = None) -> Completion:
-        """One reply. With `tools` the model may answer with tool calls (Completion.tool_calls)."""
-        request = build_request(system, messages, max_tokens, temperature, sample, tools)
+                 temperature: float = 0.0, sample: int = 0, tools: list[dict[str, Any]] | None = None,
+                 schema: dict[str, Any] | None = None, tool_choice: str | None = None) -> Completion:
+        """One reply. With `tools` the model may answer with tool calls (Completion.tool_calls); with
+        `schema` ({"name", "schema"}) a server that supports structured output constrains the reply to it
+        (the caller's parser still checks it)."""
+        request = build_request(system, messages, max_tokens, temperature, sample, tools, schema, tool_choice)
         phash = self.prompt_hash(request)
         if self.cache is not None:
             hit = self.cache.get(phash)

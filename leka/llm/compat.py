@@ -14,7 +14,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from leka.llm.errors import LLMConfigError
-from leka.llm.openai_client import OpenAIClient, wire_messages, wire_tools
+from leka.llm.openai_client import OpenAIClient, wire_messages, wire_schema, wire_tools
+
+SCHEMA_DIALECTS = ("json_schema", "json_object")
 
 EXAMPLE_URLS = ("vLLM http://localhost:8000/v1, Ollama http://localhost:11434/v1, "
                 "llama.cpp http://localhost:8080/v1")
@@ -34,7 +36,10 @@ class CompatClient(OpenAIClient):
     key_hint = "LEKA_COMPAT_API_KEY"
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
-                 **kw: Any) -> None:
+                 schema_dialect: str = "json_schema", **kw: Any) -> None:
+        if schema_dialect not in SCHEMA_DIALECTS:
+            raise LLMConfigError(f"schema dialect {schema_dialect!r}: expected one of {', '.join(SCHEMA_DIALECTS)}")
+        self.schema_dialect = schema_dialect
         url = base_url or os.environ.get("LEKA_COMPAT_BASE_URL")
         if not url:
             raise LLMConfigError(f"--llm compat:{model} needs --base-url (or LEKA_COMPAT_BASE_URL); "
@@ -52,4 +57,5 @@ class CompatClient(OpenAIClient):
 
     def _params(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"model": self.model, "messages": wire_messages(request),
-                "max_tokens": request["max_tokens"], "temperature": request["temperature"], **wire_tools(request)}
+                "max_tokens": request["max_tokens"], "temperature": request["temperature"], **wire_tools(request),
+                **wire_schema(request, self.schema_dialect)}

@@ -34,7 +34,8 @@ class OpenAIClient(LLMClient):
 
     def _params(self, request: dict[str, Any]) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.model, "messages": wire_messages(request),
-                                  "max_completion_tokens": request["max_tokens"], **wire_tools(request)}
+                                  "max_completion_tokens": request["max_tokens"], **wire_tools(request),
+                                  **wire_schema(request)}
         if not _FIXED_TEMPERATURE.match(self.model):
             params["temperature"] = request["temperature"]
         return params
@@ -69,7 +70,22 @@ def wire_messages(request: dict[str, Any]) -> list[dict[str, Any]]:
 def wire_tools(request: dict[str, Any]) -> dict[str, Any]:
     if not request.get("tools"):
         return {}
-    return {"tools": [{"type": "function", "function": dict(t)} for t in request["tools"]]}
+    out: dict[str, Any] = {"tools": [{"type": "function", "function": dict(t)} for t in request["tools"]]}
+    if request.get("tool_choice"):
+        out["tool_choice"] = {"type": "function", "function": {"name": request["tool_choice"]}}
+    return out
+
+
+def wire_schema(request: dict[str, Any], dialect: str = "json_schema") -> dict[str, Any]:
+    """Structured output. "json_schema": OpenAI, vLLM and llama.cpp's llama-server; "json_object":
+    llama-cpp-python's server, which reads {"type": "json_object", "schema": ...} and ignores the other."""
+    spec = request.get("schema")
+    if not spec:
+        return {}
+    if dialect == "json_object":
+        return {"response_format": {"type": "json_object", "schema": spec["schema"]}}
+    return {"response_format": {"type": "json_schema",
+                                "json_schema": {"name": spec["name"], "schema": spec["schema"], "strict": False}}}
 
 
 def _tool_calls(message: Any) -> list[dict[str, Any]] | None:

@@ -113,8 +113,9 @@ class ReplayClient(LLMClient):
             return entry
 
     def complete(self, system: str, messages: list[dict[str, Any]], *, max_tokens: int = 2048,
-                 temperature: float = 0.0, sample: int = 0, tools: list[dict[str, Any]] | None = None) -> Completion:
-        request = build_request(system, messages, max_tokens, temperature, sample, tools)
+                 temperature: float = 0.0, sample: int = 0, tools: list[dict[str, Any]] | None = None,
+                 schema: dict[str, Any] | None = None, tool_choice: str | None = None) -> Completion:
+        request = build_request(system, messages, max_tokens, temperature, sample, tools, schema, tool_choice)
         entry = self._take(request_hash(request))
         usage = entry["usage"]
         completion = Completion(

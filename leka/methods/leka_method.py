@@ -1,6 +1,7 @@
 """`leka bench run --method leka`: one LEKA agent run per attempt, as a bench method.
 
-Options (from `leka bench run`): llm, base_url (proposer; default the offline rules), k, plateau_pct,
+Options (from `leka bench run`): llm, base_url (proposer; default the offline rules), pick (random|rules:
+the menu controls, no model: a uniform pick or the rules' ranking from the menu a model would see), k, plateau_pct,
 plateau_steps, max_retries, max_steps, step_limit_s, task_limit_s (wall-clock bounds, leka.agent.deadline),
 control, layers ("schedule", "algorithm+schedule", ...: the
 layers walked), feedback (false: no history shown to the proposer), prompts (per-layer prompt variants
@@ -26,7 +27,7 @@ class LekaMethod:
         from leka.proposers.prompting import parse_variants
 
         check_options(self.name, options, {"llm", "base_url", ATTEMPT_BUDGET, "baseline", "feedback", "prompts",
-                                           "step_limit_s", "task_limit_s", "remote_store",
+                                           "step_limit_s", "task_limit_s", "remote_store", "pick",
                                            *Policy.__dataclass_fields__})
         self.options = options
         knobs = {k: options[k] for k in Policy.__dataclass_fields__ if k in options}
@@ -41,6 +42,13 @@ class LekaMethod:
 
             raise LekaError(f"method leka: bad option value: {e}") from None
         self.prompt_variants = parse_variants(options.get("prompts"))
+        if options.get("pick") is not None:
+            from leka.errors import LekaError
+            from leka.proposers import PICKS
+
+            if options["pick"] not in PICKS or options.get("llm") not in (None, "", "offline"):
+                raise LekaError(f"method leka: pick={options['pick']!r}: expected one of {', '.join(PICKS)}, "
+                                "without llm (a control that picks from the menu with no model)")
         self.limits = _limits(options)
         self._proposer: Any = None
 
@@ -64,7 +72,7 @@ class LekaMethod:
         # per attempt, so model calls are charged to the attempt's own limits too (the response cache
         # makes a rebuilt client free)
         self._proposer = make_proposer(self.options.get("llm"), self.options.get("base_url"), budget,
-                                       self.prompt_variants)
+                                       self.prompt_variants, pick=self.options.get("pick"), seed=ctx.sample_idx)
         baseline = self.options.get("baseline", "tvm-naive")
         run_id = f"{ctx.run_id}.{task.id}.{ctx.sample_idx}"
         store = TraceStore()

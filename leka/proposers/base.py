@@ -16,6 +16,9 @@ class ProposalRequest:
     history: list[dict[str, Any]] = field(default_factory=list)
     # history entries: {"layer", "summary", "compiled", "correct", "failure", "error", "speedup", "candidate_ms"}
     k: int = 4
+    # the layers the run walks: a proposal must not carry decisions of a layer left out (the "schedule
+    # only" ablation gets no cache_read/cache_write, which some schedule rules would add)
+    walked: tuple[str, ...] = ("algorithm", "schedule", "memory")
 
 
 @dataclass

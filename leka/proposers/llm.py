@@ -10,7 +10,7 @@ from leka.ir import LAYERS, SCHEDULE_OPS, MEMORY_OPS, CandidateIR, IRApplyError
 from leka.targets import get_target
 
 from .base import Proposal, ProposalRequest
-from .prompting import DEFAULT_VARIANT, history_text, render
+from .prompting import history_text, render
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 
@@ -36,28 +36,44 @@ def parse_reply(text: str, req: ProposalRequest, target: Any) -> list[tuple[Cand
             problems.append(f"candidate {i}: missing field 'layer'")
             continue
         try:
-            ir = req.ir.with_layer(req.layer, c["layer"])
-        except IRApplyError as e:
+            out.append((layer_candidate(req, target, c["layer"]), str(c.get("rationale", ""))))
+        except ValueError as e:
             problems.append(f"candidate {i}: {e}")
-            continue
-        errs = ir.validate(target)
-        if errs:
-            problems.append(f"candidate {i}: " + "; ".join(errs))
-            continue
-        out.append((ir, str(c.get("rationale", ""))))
     if not out:
         raise ValueError("no candidate is valid:\n" + "\n".join(problems))
     return out
 
 
+def layer_candidate(req: ProposalRequest, target: Any, layer: Any) -> CandidateIR:
+    """The request's IR with a model-written `layer` (its JSON form), validated on the target; ValueError
+    with the problems, worded for the model."""
+    try:
+        ir = req.ir.with_layer(req.layer, layer)
+    except IRApplyError as e:
+        raise ValueError(str(e)) from None
+    errs = ir.validate(target)
+    if errs:
+        raise ValueError("; ".join(errs))
+    if ir.memory.steps and "memory" not in req.walked and not req.ir.memory.steps:
+        raise ValueError("this run walks no memory layer: no cache_read/cache_write/storage decisions")
+    return ir
+
+
+# The layered agent's default prompt with a model: pick from the offline rules' menu (leka.proposers.menu).
+# The free-form variants (v1, v2: the model writes the whole layer as JSON) stay selectable per layer.
+AGENT_VARIANT = "menu"
+
+
 class LLMProposer:
-    def __init__(self, client: Any, spec: str, variant: str | dict[str, str] = DEFAULT_VARIANT,
-                 max_tokens: int = 3000):
+    def __init__(self, client: Any, spec: str, variant: str | dict[str, str] = AGENT_VARIANT,
+                 max_tokens: int = 3000, menu_max_tokens: int = 400, seed: int = 0):
         self.client = client
         self.name = spec
         self.is_llm = bool(getattr(client, "is_llm", True))
-        self.variant = variant  # one variant for every layer, or {layer: variant} (default v1)
-        self.max_tokens = max_tokens
+        self.variant = variant  # one variant for every layer, or {layer: variant} (default: the menu)
+        self.max_tokens = max_tokens  # a free-form layer
+        self.menu_max_tokens = menu_max_tokens  # a menu pick: a few ids and short reasons
+        self.seed = seed  # the attempt's: seeds the menu's shuffle
 
     def variables(self, req: ProposalRequest, preset: Any) -> dict[str, Any]:
         ops = {"schedule": SCHEDULE_OPS, "memory": MEMORY_OPS}.get(req.layer, {})
@@ -69,8 +85,14 @@ class LLMProposer:
     def propose(self, req: ProposalRequest) -> list[Proposal]:
         if req.layer not in LAYERS:
             raise IRApplyError(f"unknown layer {req.layer!r}; layers: {', '.join(LAYERS)}")
+        variant = self.variant if isinstance(self.variant, str) else self.variant.get(req.layer, AGENT_VARIANT)
+        if variant.startswith("menu"):
+            from .menu import MenuProposer
+            from .menu_model import ModelChooser
+
+            chooser = ModelChooser(self.client, self.name, variant, self.menu_max_tokens)
+            return MenuProposer(chooser, seed=self.seed).propose(req)
         preset = get_target(req.target)
-        variant = self.variant if isinstance(self.variant, str) else self.variant.get(req.layer, DEFAULT_VARIANT)
         prompt = render(req.layer, preset.family, self.variables(req, preset), variant)
         parsed, completions = self.client.complete_parsed(
             prompt.system, [{"role": "user", "content": prompt.user}],

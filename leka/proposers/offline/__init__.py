@@ -192,7 +192,7 @@ def _proposals(ordered: list[CandidateIR], req: ProposalRequest, preset: Any) ->
     for ir in ordered:
         if len(out) >= req.k:
             break
-        if ir.hash() in seen or ir.validate(preset):
+        if ir.hash() in seen or (ir.memory.steps and "memory" not in req.walked) or ir.validate(preset):
             continue
         seen.add(ir.hash())
         rule, knobs = ir.notes["rule"], ir.notes.get("knobs", {})
