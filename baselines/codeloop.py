@@ -19,10 +19,38 @@ from leka.errors import LekaError
 from leka.methods import MethodContext, Sample, register_method
 from leka.methods.options import attempt_budget
 
-from .common import as_sample, attempt_journal, evaluate_fn, make_llm, proposer_name, setup
+from .common import as_sample, attempt_journal, evaluate_fn, make_llm, no_candidate_sample, proposer_name, setup
 from .workspace import PROGRAM, TOOLS, Workspace
 
 DEFAULT_MAX_TURNS = 40
+
+
+TOOL_CHOICES = ("auto", "force")
+ACT = "act"  # the one forced tool of tool_choice=force: {"call": {"tool": NAME, "arguments": {...}}}
+
+
+def forced_tools() -> list[dict[str, Any]]:
+    """The workspace tools (and `finish`) as one tool whose argument picks the tool and its arguments, each
+    per its own schema (anyOf): for servers that call a tool only when the call is forced."""
+    choices = [{"type": "object", "required": ["tool", "arguments"],
+                "properties": {"tool": {"const": t["name"]}, "arguments": t["parameters"]}}
+               for t in [*TOOLS, {"name": "finish", "parameters": {"type": "object", "properties": {}}}]]
+    return [{"name": ACT, "description": "Run one workspace tool, or finish (the best profiled kernel is the answer).",
+             "parameters": {"type": "object", "required": ["call"], "properties": {"call": {"anyOf": choices}}}}]
+
+
+def _unwrap(call: dict[str, Any]) -> dict[str, Any]:
+    """A forced `act` call as the workspace call it names (unknown shapes go to the workspace as they are,
+    which answers with a tool error)."""
+    inner = call["arguments"].get("call") if isinstance(call.get("arguments"), dict) else None
+    if call.get("name") != ACT or not isinstance(inner, dict):
+        return call
+    return {"id": call["id"], "name": str(inner.get("tool")), "arguments": inner.get("arguments") or {}}
+
+
+def tool_choice(client: Any, options: dict[str, Any]) -> str:
+    """"force" for servers that ignore tool_choice=auto (llama.cpp's: they never call a tool unforced)."""
+    return str(options.get("tool_choice") or ("force" if getattr(client, "forces_tools", False) else "auto"))
 
 
 def model_loop(client: Any, ws: Workspace, options: dict[str, Any], sample_idx: int, max_turns: int) -> str:
@@ -32,14 +60,18 @@ def model_loop(client: Any, ws: Workspace, options: dict[str, Any], sample_idx: 
     variables = {"task": json.dumps(ws.task.summary(), sort_keys=True), "target_name": ws.target.name,
                  "facts": json.dumps(ws.target.facts, sort_keys=True)}
     prompt = render("codeloop", ws.target.family, variables, str(options.get("prompt", "v1")))
+    forced = tool_choice(client, options) == "force"
+    tools, choice = (forced_tools(), ACT) if forced else (TOOLS, None)
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.user}]
     for _ in range(max_turns):
-        reply = client.complete(prompt.system, messages, tools=TOOLS, sample=sample_idx,
+        reply = client.complete(prompt.system, messages, tools=tools, tool_choice=choice, sample=sample_idx,
                                 max_tokens=int(options.get("max_tokens", 4000)))
         messages.append({"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)})
         if not reply.tool_calls:
             return "the model stopped calling tools"
-        for call in reply.tool_calls:
+        for call in map(_unwrap, reply.tool_calls):
+            if call["name"] == "finish":
+                return "the model called finish"
             result = ws.call(call["name"], call["arguments"])
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
     return f"turn cap ({max_turns}) reached"
@@ -88,8 +120,11 @@ class CodeLoopMethod:
     name = "codeloop"
 
     def __init__(self, options: dict[str, Any]) -> None:
-        self.options = setup(self.name, options, ("max_turns",))
+        self.options = setup(self.name, options, ("max_turns", "tool_choice"))
         self.max_turns = int(self.options.get("max_turns", DEFAULT_MAX_TURNS))
+        if self.options.get("tool_choice") not in (None, *TOOL_CHOICES):
+            raise LekaError(f"method codeloop: tool_choice={self.options['tool_choice']!r}: expected one of "
+                            f"{', '.join(TOOL_CHOICES)}")
 
     @property
     def is_llm(self) -> bool:
@@ -100,6 +135,7 @@ class CodeLoopMethod:
         client = make_llm(self.options, budget)
         with attempt_journal(self.name, ctx, task) as journal:
             ws = Workspace(task, target, evaluate_fn(ctx, task, self.options), budget, journal=journal)
+            untouched = ws.files[PROGRAM]
             try:
                 why = (offline_loop(ws, self.max_turns) if client is None
                        else model_loop(client, ws, self.options, ctx.sample_idx, self.max_turns))
@@ -110,6 +146,11 @@ class CodeLoopMethod:
         final = ws.final()
         meta = {"stop_reason": why, "tool_calls": ws.calls, "evaluations": len(ws.results),
                 "shape": "flat tool loop with feedback, no layers"}
+        inter = [as_sample(r, self.name, proposer_name(client), budget, {"intermediate": True})
+                 for r in ws.results]
+        if final is None and ws.files[PROGRAM] == untouched:  # nothing was ever written
+            return inter + [no_candidate_sample(task, target, self.options, self.name, proposer_name(client), budget,
+                                                f"the kernel was never changed ({why})", meta)]
         # The answer is judged afresh on new and held-back inputs (uncharged, like LEKA's finalize): the loop
         # saw its own inputs' verdicts and could have fitted them. Nothing built: the program as it stands.
         judge = evaluate_fn(ctx, task, self.options, holdout=True)
@@ -119,8 +160,6 @@ class CodeLoopMethod:
         else:
             meta["search_speedup"] = final.get("speedup")
         final = dict(judge(source, True), source=source)
-        inter = [as_sample(r, self.name, proposer_name(client), budget, {"intermediate": True})
-                 for r in ws.results]
         return inter + [as_sample(final, self.name, proposer_name(client), budget, meta)]
 
 

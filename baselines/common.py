@@ -2,11 +2,15 @@
 through the same response cache as LEKA's proposer), the attempt journal and the final Sample."""
 from __future__ import annotations
 
+import ast
+import json
 import re
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from leka.llm.errors import one_line
 from leka.methods import MethodContext, Sample
+from leka.methods.base import no_candidate_result
 from leka.methods.options import ATTEMPT_BUDGET, check_options
 
 # Options every generation baseline takes.
@@ -49,15 +53,46 @@ def evaluate_fn(ctx: MethodContext, task: Any, options: dict[str, Any], *, holdo
     return evaluate
 
 
+PROGRAM_SCHEMA = {"name": "kernel", "schema": {"type": "object", "required": ["kernel"],
+                                                "properties": {"kernel": {"type": "string"}}}}
+
+
 def extract_program(text: str) -> str:
-    """The TVMScript of a model's reply (a ```python fence, else the whole reply); ValueError when it
-    holds no PrimFunc (the message goes back to the model once, see LLMClient.complete_parsed)."""
-    m = _FENCE.search(text)
-    body = (m.group(1) if m else text).strip()
-    if "prim_func" not in body:
-        raise ValueError("the reply holds no TVMScript PrimFunc: answer with the whole kernel in one "
-                         "```python fence (@T.prim_func def main(...): ...)")
+    """The TVMScript of a model's reply: {"kernel": "..."} (the structured envelope), a ```python fence, or
+    the whole reply. ValueError (it goes back to the model once, see LLMClient.complete_parsed) unless it
+    is Python with a decorated @T.prim_func function: a reply that merely mentions prim_func is no program.
+    Only the syntax is read (ast, bounded); nothing is executed here."""
+    from leka.evaluator.script_limits import ScriptRejected, parse_python
+
+    body = _envelope(text)
+    if body is None:
+        m = _FENCE.search(text)
+        body = (m.group(1) if m else text).strip()
+    try:
+        tree = parse_python(body)
+    except ScriptRejected as e:
+        raise ValueError(f"the kernel is not valid Python ({one_line(str(e), 200)}): answer with the whole "
+                         "kernel, @T.prim_func def main(...): ...") from None
+    if not any(isinstance(n, ast.FunctionDef) and any("prim_func" in ast.unparse(d) for d in n.decorator_list)
+               for n in tree.body):
+        raise ValueError("the reply holds no @T.prim_func function: answer with the whole kernel "
+                         "(@T.prim_func def main(...): ...)")
     return body + "\n"
+
+
+def _envelope(text: str) -> str | None:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data["kernel"].strip() if isinstance(data, dict) and isinstance(data.get("kernel"), str) else None
+
+
+def no_candidate_sample(task: Any, target: Any, options: dict[str, Any], method: str, proposer: str, budget: Any,
+                        why: str, meta: dict[str, Any] | None = None) -> Sample:
+    """The final answer of an attempt whose model made no kernel (methods.base.NO_CANDIDATE)."""
+    result = no_candidate_result(task, target, options.get("baseline", "tvm-naive"), why)
+    return as_sample(result, method, proposer, budget, meta)
 
 
 class AttemptJournal:

@@ -4,7 +4,8 @@ scheduled TVMScript PrimFunc (the flat form), then one evaluation; n samples giv
 With no model (`--option llm=...` absent) it runs the offline proposer in the same shape: one proposal of
 a whole flat schedule for the task's own algorithm, no feedback (sample i takes the proposer's i-th
 schedule, as temperature sampling would give a different program per sample). Every sample names its
-proposer. Charged like any candidate: the call (calls, tokens, usd) plus one compile and one measurement.
+proposer. The model answers {"kernel": "..."} (constrained by a JSON schema where the server takes one); two
+replies without a program end the attempt as `no_candidate` (no kernel was made), not as a compile error. Charged like any candidate: the call (calls, tokens, usd) plus one compile and one measurement.
 """
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from typing import Any
 from leka.methods import MethodContext, Sample, register_method
 from leka.methods.options import attempt_budget
 
-from .common import as_sample, evaluate_fn, extract_program, make_llm, proposer_name, setup
+from leka.llm import LLMReplyError
+
+from .common import (PROGRAM_SCHEMA, as_sample, evaluate_fn, extract_program, make_llm, no_candidate_sample,
+                     proposer_name, setup)
 from .workspace import Workspace, initial_program
 
 
@@ -39,10 +43,11 @@ def model_program(client: Any, task: Any, target: Any, options: dict[str, Any],
 
     variables = {"task": json.dumps(task.summary(), sort_keys=True), "target_name": target.name,
                  "facts": json.dumps(target.facts, sort_keys=True), "program": initial_program(task, target)}
-    prompt = render("direct", target.family, variables, str(options.get("prompt", "v1")))
+    prompt = render("direct", target.family, variables, str(options.get("prompt", "v2")))
     source, completions = client.complete_parsed(
         prompt.system, [{"role": "user", "content": prompt.user}], extract_program,
-        max_tokens=int(options.get("max_tokens", 4000)), temperature=0.7 if sample_idx else 0.0, sample=sample_idx)
+        max_tokens=int(options.get("max_tokens", 4000)), temperature=0.7 if sample_idx else 0.0, sample=sample_idx,
+        schema=PROGRAM_SCHEMA)
     return source, {"prompt_variant": prompt.variant, "prompt_hash": completions[-1].prompt_hash,
                     "calls": len(completions), "cached": all(c.cached for c in completions),
                     "tokens": sum(c.input_tokens + c.output_tokens for c in completions)}
@@ -64,7 +69,12 @@ class DirectMethod:
         if client is None:
             source, meta = offline_flat_schedule(task, target, ctx.sample_idx)
         else:
-            source, meta = model_program(client, task, target, self.options, ctx.sample_idx)
+            try:
+                source, meta = model_program(client, task, target, self.options, ctx.sample_idx)
+            except LLMReplyError as e:  # two replies without a program: the model made no kernel
+                meta = {"calls": len(e.completions), "errors": e.errors, "shape": "one flat program, no feedback"}
+                return [no_candidate_sample(task, target, self.options, self.name, proposer_name(client), budget,
+                                            f"no program in the model's replies: {e.errors[-1]}", meta)]
         # One program, no feedback: its only evaluation is the final answer, judged on held-back inputs too.
         ws = Workspace(task, target, evaluate_fn(ctx, task, self.options, holdout=True), budget)
         result = ws.evaluate_source(source, measure=bool(ctx.evaluator.config.measure))

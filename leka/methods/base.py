@@ -42,6 +42,20 @@ class Sample:
         return rec
 
 
+# The verdict of an attempt that ended with no kernel of its own (the untouched baseline, a model that never
+# wrote a usable program): the same for every method, never "correct at 1.00x". Correct@k and Fast@p count
+# made kernels only (leka.bench.metrics.is_correct needs correct=True).
+NO_CANDIDATE = "no_candidate"
+
+
+def no_candidate_result(task: Any, target: Any, baseline: str, why: str) -> dict[str, Any]:
+    """An EvalResult-shaped record of an attempt that made no kernel; `why` says what happened."""
+    return {"task": getattr(task, "id", str(task)), "target": getattr(target, "name", str(target)),
+            "compiled": False, "correct": False, "failure": NO_CANDIDATE, "status": NO_CANDIDATE,
+            "error": why, "speedup": None, "candidate_ms": None, "baseline_ms": None, "baseline": baseline,
+            "candidate_hash": None}
+
+
 @dataclass
 class MethodContext:
     evaluator: Any  # leka.evaluator.Evaluator for the run's target

@@ -15,7 +15,7 @@ from typing import Any
 
 from leka.remote.pending import MeasurementPending
 
-from .base import MethodContext, Sample, register_method
+from .base import MethodContext, Sample, no_candidate_result, register_method
 from .options import ATTEMPT_BUDGET, as_bool, attempt_budget, check_options
 
 
@@ -112,7 +112,11 @@ class LekaMethod:
                       "contributions": final.get("contributions", {}).get("by_layer"),
                       "stop_reason": final.get("stop_reason"), "steps": final.get("steps"),
                       "best_layer": final.get("best_layer")}
-        samples.append(Sample(result=dict(final.get("eval") or {}), method=self.name,
+        result = dict(final.get("eval") or {})
+        if final.get("best_step") is None:  # the answer is the untouched initial IR: no kernel was made
+            result = no_candidate_result(task, target, baseline, "no proposal replaced the baseline lowering "
+                                         f"({final.get('stop_reason') or 'search ended'})")
+        samples.append(Sample(result=result, method=self.name,
                               candidate_hash=final.get("source_hash"), proposer=final.get("proposer"),
                               budget_spent=final.get("budget_spent", {}), meta=final_meta,
                               source=_final_source(final, task, target)))
