@@ -193,6 +193,8 @@ def _candidate(i: int, prop: dict[str, Any], ctx: AgentContext) -> CandidateReco
                            failure=None, error=None, speedup=None, candidate_ms=None)
     if prop.get("control"):
         cand["control"] = True
+    if isinstance(meta.get("menu"), dict):
+        cand["menu"] = meta["menu"]
     return cand
 
 

@@ -15,6 +15,8 @@ from typing import Any
 from leka.bench import metrics
 from leka.bench.report import _fmt, _html_table, _md_table
 
+from .arms import ARM_HEAD, arm_cells, arm_row, model_line, positions_plot
+
 FAST_PS = (0.5, 0.8, 1.0, 1.5, 2.0)
 SPENT_KINDS = ("compiles", "measurements", "calls", "tokens", "minutes")
 HEAD = (["method", "backend", "level", "tasks", "Correct@1"] + [f"Fast@{p}" for p in FAST_PS]
@@ -124,7 +126,16 @@ def write_experiment_report(cfg: Any, store: Any, result: dict[str, Any], out_di
             f"'spent' sums what the final samples' attempts charged. Tasks: {cfg.limit or 'all'} of the split "
             f"(prefix of its round-robin order), {cfg.samples} sample(s) each, {cfg.trials} correctness trials.")
     runs = [[p.label, p.method, json.dumps(p.options, sort_keys=True), p.run_id] for p in result["runs"]]
-    md = [f"# {title}", "", note, "", _md_table(HEAD, [_cells(r) for r in rows]), "",
+    main_runs = [p for p in result["runs"] if p.stage == "main"]
+    first = model_line(main_runs)
+    arms = [arm_row(label, recs) for label, recs in groups.items()]
+    arm_note = ("Per arm, all targets and levels: Correct@k counts kernels the arm made (no_candidate is not "
+                "correct); Fast@1.0 beyond noise; geomean over tasks of what the user keeps (the kernel if "
+                "correct, else the baseline at 1.0x) with a bootstrap 95 % interval over tasks; calls, tokens "
+                "and wall minutes summed over the attempts; picks by the menu position they were shown at.")
+    md = [first, "", f"# {title}", "", note, "", "## Arms", "", arm_note, "",
+          _md_table(ARM_HEAD, [arm_cells(r) for r in arms]), "", "## By backend and level", "",
+          _md_table(HEAD, [_cells(r) for r in rows]), "",
           *_tuning_md(result.get("tuning")), "## Runs (leka bench report RUN for each)", "",
           _md_table(["method", "name", "options", "run"], runs), ""]
     paths = {"md": out / "table.md", "html": out / "report.html", "json": out / "results.json"}
@@ -134,10 +145,13 @@ def write_experiment_report(cfg: Any, store: Any, result: dict[str, Any], out_di
     tuning_html = _tuning_html(result.get("tuning"))
     paths["html"].write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style>"
-        f"</head><body><h1>{html.escape(title)}</h1><p>{html.escape(note)}</p>"
-        + _html_table(HEAD, [_cells(r) for r in rows])
+        f"</head><body><p><b>{html.escape(first)}</b></p><h1>{html.escape(title)}</h1><p>{html.escape(note)}</p>"
+        + f"<h2>Arms</h2><p>{html.escape(arm_note)}</p>" + _html_table(ARM_HEAD, [arm_cells(r) for r in arms])
+        + (f"<img alt='picks by position' src='data:image/png;base64,{bias}'>" if (bias := positions_plot(arms)) else "")
+        + "<h2>By backend and level</h2>" + _html_table(HEAD, [_cells(r) for r in rows])
         + f"<h2>Fast@p</h2><img alt='Fast@p' src='data:image/png;base64,{_plot(groups)}'>" + tuning_html
         + "<h2>Runs</h2>" + _html_table(["method", "name", "options", "run"], runs) + "</body></html>")
-    paths["json"].write_text(json.dumps({"config": cfg.to_json(), "rows": rows, "tuning": result.get("tuning"),
+    paths["json"].write_text(json.dumps({"model": first, "config": cfg.to_json(), "arms": arms, "rows": rows,
+                                         "tuning": result.get("tuning"),
                                          "runs": [p.__dict__ for p in result["runs"]]}, indent=1, default=str))
     return paths

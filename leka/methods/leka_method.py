@@ -105,13 +105,15 @@ class LekaMethod:
         samples = [Sample(result=_as_result(c, task, target, baseline), method=self.name,
                           candidate_hash=c.get("source_hash"), proposer=c.get("proposer"),
                           budget_spent=s.get("budget_spent", {}), meta={"agent_run": run_id, "step": s["step"],
-                                                                       "layer": s["layer"],
+                                                                       "layer": s["layer"], "menu": c.get("menu"),
                                                                        "summary": c.get("summary")})
                    for s in steps for c in s.get("candidates", []) if c.get("valid") and c.get("failure") != "budget"]
         final_meta = {"agent_run": run_id, "search_speedup": final.get("search_speedup"),
                       "contributions": final.get("contributions", {}).get("by_layer"),
                       "stop_reason": final.get("stop_reason"), "steps": final.get("steps"),
-                      "best_layer": final.get("best_layer")}
+                      "best_layer": final.get("best_layer"),
+                      "menu_picks": [dict(c["menu"], correct=c.get("correct"), speedup=c.get("speedup"))
+                                     for s in steps for c in s.get("candidates", []) if c.get("menu")]}
         result = dict(final.get("eval") or {})
         if final.get("best_step") is None:  # the answer is the untouched initial IR: no kernel was made
             result = no_candidate_result(task, target, baseline, "no proposal replaced the baseline lowering "
