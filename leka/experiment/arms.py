@@ -95,9 +95,6 @@ def model_line(runs: list[Any]) -> str:
 
 def positions_plot(rows: list[dict[str, Any]]) -> str | None:
     """Base64 PNG: share of picks at each shown position, per arm with menu picks (None if none has)."""
-    import base64
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -116,6 +113,16 @@ def positions_plot(rows: list[dict[str, Any]]) -> str | None:
     ax.set_ylabel("share of picks")
     ax.legend(fontsize=8)
     ax.set_title("Menu picks by shown position (uniform = no position bias)")
+    return png_b64(fig)
+
+
+def png_b64(fig: Any) -> str:
+    """A matplotlib figure as base64 PNG for a self-contained HTML report (the figure is closed)."""
+    import base64
+    import io
+
+    import matplotlib.pyplot as plt
+
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
     plt.close(fig)

@@ -15,7 +15,7 @@ from typing import Any
 from leka.bench import metrics
 from leka.bench.report import _fmt, _html_table, _md_table
 
-from .arms import ARM_HEAD, arm_cells, arm_row, model_line, positions_plot
+from .arms import ARM_HEAD, arm_cells, arm_row, model_line, png_b64, positions_plot
 
 FAST_PS = (0.5, 0.8, 1.0, 1.5, 2.0)
 SPENT_KINDS = ("compiles", "measurements", "calls", "tokens", "minutes")
@@ -61,9 +61,6 @@ def _cells(row: dict[str, Any]) -> list[str]:
 
 
 def _plot(groups: dict[str, list[dict[str, Any]]]) -> str:
-    import base64
-    import io
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,10 +77,7 @@ def _plot(groups: dict[str, list[dict[str, Any]]]) -> str:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title("Fast@p per method (final samples)")
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
+    return png_b64(fig)
 
 
 TUNING_HEAD = ["target", "layer", "variant", "Fast@1.0", "geomean", "Correct@1", "tasks", "run"]
