@@ -5,7 +5,8 @@ Each running server has a state file, LEKA_HOME/llm/servers/PORT.json (pid, port
 path, speed), where ``leka llm status|stop`` and ``--llm local:MODEL`` find it; its log (requests and
 llama.cpp's timings) is LEKA_HOME/llm/logs/NAME-PORT.log and outlives it. Flags: one thread (the default
 thread count was 3-6x slower here), ``--logits_all False`` (logits of every prompt token grew the process to
-3.4 GB), a context of DEFAULT_CTX tokens (the agent's prompts with their history reach a few thousand).
+3.4 GB), a context of DEFAULT_CTX tokens (the agent's layer prompts measured 1000-1400 tokens; a feedback
+round adds the model's reply, up to max_tokens, and llama.cpp cuts max_tokens to what the context leaves).
 """
 from __future__ import annotations
 
