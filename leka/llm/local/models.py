@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +74,7 @@ def _copy_with_template(source: Path, target: Path, template: str) -> None:
     from leka.llm.local.templates import add_chat_template
 
     target.parent.mkdir(parents=True, exist_ok=True)
+    print(f"leka: writing {target} (a copy of the GGUF with a chat template, made once)", file=sys.stderr, flush=True)
     add_chat_template(source, target, template)
 
 
