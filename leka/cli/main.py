@@ -21,6 +21,7 @@ COMMANDS = [
     "leka.cli.experiment_cmd",
     "leka.cli.optimize_cmd", "leka.cli.run_cmd",
     "leka.cli.gpu_bundle_cmd", "leka.cli.remote_cmd",
+    "leka.cli.llm_cmd",
 ]
 
 
@@ -65,8 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from leka.cli.llm_cmd import llm_scope
+
     try:
-        return int(args.func(args) or 0)
+        with llm_scope(args):  # --llm local:MODEL: a model server for the command's duration
+            return int(args.func(args) or 0)
     except LekaError as e:
         print(f"leka: error: {e}", file=sys.stderr)
         return e.exit_code

@@ -1,4 +1,5 @@
 """``make_client(spec)``: "openai:MODEL", "anthropic:MODEL", "compat:MODEL" (+ base URL),
+"local:gemma3-270m" / "local:PATH.gguf" (a running local server, leka.llm.local),
 "replay:PATH" (or "replay-order:PATH" to serve a transcript in file order)."""
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from leka.llm.cache import ResponseCache
 from leka.llm.errors import LLMConfigError
 from leka.llm.record import Recorder, ReplayClient
 
-PROVIDERS = ("openai", "anthropic", "compat", "replay", "replay-order")
+PROVIDERS = ("openai", "anthropic", "compat", "local", "replay", "replay-order")
 
 PathLike = str | os.PathLike[str]
 
@@ -46,7 +47,7 @@ def make_client(spec: str, *, base_url: str | None = None,
     if not sep or provider not in PROVIDERS or not rest.strip():
         raise LLMConfigError(f"bad --llm {spec!r}: expected PROVIDER:MODEL with PROVIDER one of "
                              f"openai, anthropic, compat (OpenAI-compatible server, needs --base-url), "
-                             f"or replay:PATH")
+                             f"local (local:gemma3-270m or local:PATH.gguf), or replay:PATH")
     rest = rest.strip()
     rec = _open_recorder(recorder)
     if provider.startswith("replay"):
@@ -60,5 +61,8 @@ def make_client(spec: str, *, base_url: str | None = None,
     if provider == "anthropic":
         from leka.llm.anthropic_client import AnthropicClient
         return AnthropicClient(rest, **common)
+    if provider == "local":
+        from leka.llm.local.client import make_local_client
+        return make_local_client(rest, **common)
     from leka.llm.compat import CompatClient
     return CompatClient(rest, **common)
