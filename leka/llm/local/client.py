@@ -97,9 +97,11 @@ class _StreamingCompletions:
 class LocalClient(CompatClient):
     provider = "local"
     key_hint = ""
+    forces_tools = True  # llama.cpp's server calls a tool only when the call is forced (codeloop: tool_choice)
 
     def __init__(self, server: ServerState, **kw: Any) -> None:
-        super().__init__(server.name, base_url=server.base_url, **kw)
+        # llama-cpp-python reads a reply schema as {"type": "json_object", "schema": ...} only
+        super().__init__(server.name, base_url=server.base_url, schema_dialect="json_object", **kw)
         self.server = server
         self.local_speed: dict[str, Any] | None = server.speed  # measured when the server started
         count_url = server.base_url.removesuffix("/v1") + "/extras/tokenize/count"
