@@ -16,6 +16,7 @@ from typing import Any
 
 from leka.budget import BudgetExceeded
 from leka.errors import LekaError
+from leka.llm.base import reply_tokens
 from leka.methods import MethodContext, Sample, register_method
 from leka.methods.options import attempt_budget
 
@@ -26,6 +27,7 @@ DEFAULT_MAX_TURNS = 40
 
 
 TOOL_CHOICES = ("auto", "force")
+TURN_CALL_S = 30.0  # seconds one turn may take on a slow local model (max_tokens sized from its speed)
 ACT = "act"  # the one forced tool of tool_choice=force: {"call": {"tool": NAME, "arguments": {...}}}
 
 
@@ -63,9 +65,10 @@ def model_loop(client: Any, ws: Workspace, options: dict[str, Any], sample_idx: 
     forced = tool_choice(client, options) == "force"
     tools, choice = (forced_tools(), ACT) if forced else (TOOLS, None)
     messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.user}]
+    max_tokens = int(options.get("max_tokens") or reply_tokens(client, 4000, TURN_CALL_S))
     for _ in range(max_turns):
         reply = client.complete(prompt.system, messages, tools=tools, tool_choice=choice, sample=sample_idx,
-                                max_tokens=int(options.get("max_tokens", 4000)))
+                                max_tokens=max_tokens)
         messages.append({"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)})
         if not reply.tool_calls:
             return "the model stopped calling tools"

@@ -16,10 +16,14 @@ from leka.methods import MethodContext, Sample, register_method
 from leka.methods.options import attempt_budget
 
 from leka.llm import LLMReplyError
+from leka.llm.base import reply_tokens
 
 from .common import (PROGRAM_SCHEMA, as_sample, evaluate_fn, extract_program, make_llm, no_candidate_sample,
                      proposer_name, setup)
 from .workspace import Workspace, initial_program
+
+
+PROGRAM_CALL_S = 60.0  # seconds a whole program may take to write on a slow local model
 
 
 def offline_flat_schedule(task: Any, target: Any, sample_idx: int) -> tuple[str, dict[str, Any]]:
@@ -46,7 +50,8 @@ def model_program(client: Any, task: Any, target: Any, options: dict[str, Any],
     prompt = render("direct", target.family, variables, str(options.get("prompt", "v2")))
     source, completions = client.complete_parsed(
         prompt.system, [{"role": "user", "content": prompt.user}], extract_program,
-        max_tokens=int(options.get("max_tokens", 4000)), temperature=0.7 if sample_idx else 0.0, sample=sample_idx,
+        max_tokens=int(options.get("max_tokens") or reply_tokens(client, 4000, PROGRAM_CALL_S)),
+        temperature=0.7 if sample_idx else 0.0, sample=sample_idx,
         schema=PROGRAM_SCHEMA)
     return source, {"prompt_variant": prompt.variant, "prompt_hash": completions[-1].prompt_hash,
                     "calls": len(completions), "cached": all(c.cached for c in completions),

@@ -68,7 +68,7 @@ def spread_sample(tasks: Sequence[Any], n: int) -> list[Any]:
 
 
 # Versions whose change makes earlier samples incomparable: the code that produced them.
-CODE_VERSION_KEYS = ("leka", "tvm", "llvm")
+CODE_VERSION_KEYS = ("leka", "tvm", "llvm", "code")  # code: the git commit (evaluator.result.code_version)
 
 
 class SettingsMismatch(LekaError):

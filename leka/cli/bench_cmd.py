@@ -70,6 +70,9 @@ def _add_run_parser(bsub) -> None:
                    '"calls=20,usd=2,compiles=200,minutes=10" (any subset); each attempt\'s own limits: '
                    '--option agent_budget=compiles=64,measurements=64,minutes=5')
     q.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="method option (repeatable)")
+    q.add_argument("--llm", metavar="PROVIDER:MODEL", help="the model of a model-driven method (leka, direct, "
+                   "codeloop): openai:M, anthropic:M, compat:M (+ --base-url), local:gemma3-270m; same as --option llm=")
+    q.add_argument("--base-url", help="server URL for --llm compat:MODEL; same as --option base_url=")
     q.add_argument("--trials", type=int, default=5, help="correctness trials per sample (default 5)")
     q.add_argument("--no-measure", action="store_true", help="correctness only")
     q.add_argument("--resume", metavar="RUN", help="continue RUN: repeats no finished sample, keeps its settings")

@@ -81,6 +81,11 @@ def _new_spec(args) -> _RunSpec:
     if not tasks:
         raise LekaError("no workload matches the filters (see `leka bench list`)")
     options = _parse_options(args.option)
+    for key, value in (("llm", args.llm), ("base_url", args.base_url)):
+        if value:
+            if options.get(key) not in (None, value):
+                raise LekaError(f"--{key.replace('_', '-')} and --option {key}= disagree; give one")
+            options[key] = value
     if args.remote is not None:  # few rounds by default: each step is one round on the remote host
         from leka.remote.loop import REMOTE_K, REMOTE_STEPS
 

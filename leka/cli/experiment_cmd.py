@@ -3,6 +3,7 @@ ADDR]`: run a declarative experiment (experiments/configs/*.toml) into the resul
 and report."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -30,6 +31,7 @@ def cmd_run(args) -> int:
     from leka.bench.store import ResultStore
     from leka.experiment import load_config, run_experiment
     from leka.experiment.report import write_experiment_report
+    from leka.llm.factory import RECORD_ENV
 
     cfg = load_config(args.config)
     if args.base_url and not args.llm:
@@ -38,6 +40,10 @@ def cmd_run(args) -> int:
         raise LekaError("--base-url needs --llm PROVIDER:MODEL")
     from leka.executors.cli import executor_from_args
 
+    out = Path(args.out) if args.out else Path("experiments") / "results" / cfg.name
+    if args.llm and not os.environ.get(RECORD_ENV):  # every real model reply of the run is kept (replayable)
+        out.mkdir(parents=True, exist_ok=True)
+        os.environ[RECORD_ENV] = str(out / "transcript.jsonl")
     store = ResultStore(args.store)
     executor = executor_from_args(args)
     try:
@@ -46,7 +52,6 @@ def cmd_run(args) -> int:
     finally:
         if executor is not None:
             executor.close()
-    out = Path(args.out) if args.out else Path("experiments") / "results" / cfg.name
     paths = write_experiment_report(cfg, store, result, out)
     print(paths["md"].read_text())
     print(f"wrote {paths['md']}, {paths['html']}, {paths['json']} (store {store.path})", file=sys.stderr)

@@ -80,4 +80,23 @@ def versions() -> dict[str, str]:
     except Exception:  # a TVM built without LLVM
         llvm = "none"
     return {"tvm": tvm.__version__, "llvm": llvm, "leka": leka.__version__, "numpy": numpy.__version__,
-            "python": platform.python_version()}
+            "python": platform.python_version(), "code": code_version()}
+
+
+def code_version() -> str:
+    """The source tree's git commit ("+dirty" with uncommitted changes to tracked files), or "unknown"
+    outside a checkout: results of different code are never mixed in one run (bench/runner.py)."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if head.returncode != 0:
+        return "unknown"
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

@@ -351,6 +351,16 @@ class LLMClient:
                             [first, second], [first_error, second_error])
 
 
+def reply_tokens(client: Any, default: int, call_seconds: float | None = None) -> int:
+    """max_tokens for one reply: `default`, or less where the client knows its server's measured speed
+    (a local model: what fits a call of `call_seconds`, leka.llm.local.local_limits), so a slow model's reply
+    ends within its step's time instead of running to a cap it cannot reach."""
+    limits = getattr(client, "limits", None)
+    if not callable(limits):
+        return default
+    return min(default, int(limits(call_seconds=call_seconds)["max_tokens"]))
+
+
 def transcript_entry(completion: Completion, request: dict[str, Any]) -> dict[str, Any]:
     """One JSONL line of a recorded transcript (see record.py)."""
     return {

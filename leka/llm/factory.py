@@ -13,6 +13,7 @@ from leka.llm.cache import ResponseCache
 from leka.llm.errors import LLMConfigError
 from leka.llm.record import Recorder, ReplayClient
 
+RECORD_ENV = "LEKA_LLM_RECORD"  # a JSONL path: every model client without its own recorder records there
 PROVIDERS = ("openai", "anthropic", "compat", "local", "replay", "replay-order")
 
 PathLike = str | os.PathLike[str]
@@ -49,6 +50,8 @@ def make_client(spec: str, *, base_url: str | None = None,
                              f"openai, anthropic, compat (OpenAI-compatible server, needs --base-url), "
                              f"local (local:gemma3-270m or local:PATH.gguf), or replay:PATH")
     rest = rest.strip()
+    if recorder is None and os.environ.get(RECORD_ENV) and not provider.startswith("replay"):
+        recorder = os.environ[RECORD_ENV]  # every real reply of this process tree goes to that transcript
     rec = _open_recorder(recorder)
     if provider.startswith("replay"):
         return ReplayClient(Path(rest), mode="order" if provider == "replay-order" else "hash",

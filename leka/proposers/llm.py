@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from leka.llm.base import reply_tokens
 from leka.ir import LAYERS, SCHEDULE_OPS, MEMORY_OPS, CandidateIR, IRApplyError
 from leka.targets import get_target
 
@@ -62,14 +63,17 @@ def layer_candidate(req: ProposalRequest, target: Any, layer: Any) -> CandidateI
 # The layered agent's default prompt with a model: pick from the offline rules' menu (leka.proposers.menu).
 # The free-form variants (v1, v2: the model writes the whole layer as JSON) stay selectable per layer.
 AGENT_VARIANT = "menu"
+# Seconds one reply may take on a slow local model (max_tokens sized from its measured speed): two calls
+# (a reply and its one feedback) fit the agent's default step limit of 30-120 s.
+MENU_CALL_S, LAYER_CALL_S = 15.0, 30.0
 
 
 class LLMProposer:
     def __init__(self, client: Any, spec: str, variant: str | dict[str, str] = AGENT_VARIANT,
                  max_tokens: int = 3000, menu_max_tokens: int = 400, seed: int = 0):
         self.client = client
-        self.name = spec
         self.is_llm = bool(getattr(client, "is_llm", True))
+        self.name = spec if self.is_llm else f"{spec} (replayed, not an LLM)"  # never labelled as the model's
         self.variant = variant  # one variant for every layer, or {layer: variant} (default: the menu)
         self.max_tokens = max_tokens  # a free-form layer
         self.menu_max_tokens = menu_max_tokens  # a menu pick: a few ids and short reasons
@@ -90,13 +94,15 @@ class LLMProposer:
             from .menu import MenuProposer
             from .menu_model import ModelChooser
 
-            chooser = ModelChooser(self.client, self.name, variant, self.menu_max_tokens)
+            chooser = ModelChooser(self.client, self.name, variant,
+                                   reply_tokens(self.client, self.menu_max_tokens, MENU_CALL_S))
             return MenuProposer(chooser, seed=self.seed).propose(req)
         preset = get_target(req.target)
         prompt = render(req.layer, preset.family, self.variables(req, preset), variant)
         parsed, completions = self.client.complete_parsed(
             prompt.system, [{"role": "user", "content": prompt.user}],
-            lambda text: parse_reply(text, req, preset), max_tokens=self.max_tokens)
+            lambda text: parse_reply(text, req, preset),
+            max_tokens=reply_tokens(self.client, self.max_tokens, LAYER_CALL_S))
         meta = {"proposer": self.name, "prompt_variant": prompt.variant, "template_hash": prompt.hash,
                 "prompt_hash": completions[-1].prompt_hash,
                 "tokens": sum(c.input_tokens + c.output_tokens for c in completions),

@@ -180,7 +180,7 @@ class MenuProposer:
 
     def propose(self, req: ProposalRequest) -> list[Proposal]:
         menu = build_menu(req, self.seed, self.size)
-        if not menu.shown and not getattr(self.chooser, "writes_own", False):
+        if not menu.shown:  # no rule applies: the layer is exhausted (a model's own layer rides on a menu)
             return []
         picks, meta = self.chooser.choose(req, menu)
         return [_as_proposal(req, menu, pick, self.chooser.name, meta) for pick in picks]

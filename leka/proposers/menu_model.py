@@ -24,12 +24,19 @@ IR_LINES = 30  # loop-nest lines of the current IR shown (small models have smal
 
 
 def menu_schema(menu: Menu, k: int, layer: str) -> dict[str, Any]:
-    """The reply schema: 1..k picks, each an enum of the menu's ids (in shown order) or "own"."""
+    """The reply schema: 1..k picks, each an enum of the menu's ids (in shown order) or "own"; knobs only
+    those the menu's rules vary, each an enum of the values they take."""
     own_layer = {"type": "object"} if layer == "algorithm" else {"type": "array", "items": {"type": "object"}}
+    values: dict[str, list[Any]] = {}
+    for rule in dict.fromkeys(it.rule for it in menu.shown):
+        for key, vals in menu.knob_values(rule).items():
+            values.setdefault(key, []).extend(v for v in vals if v not in values[key])
+    knobs = {"type": "object", "additionalProperties": False,
+             "properties": {key: {"enum": vals} for key, vals in sorted(values.items()) if len(vals) > 1}}
     pick = {"type": "object",
             "properties": {"id": {"type": "string", "enum": [it.id for it in menu.shown] + ["own"]},
                            "why": {"type": "string", "maxLength": WHY_CHARS},
-                           "knobs": {"type": "object"}, "layer": own_layer},
+                           "knobs": knobs, "layer": own_layer},
             "required": ["id", "why"]}
     return {"name": "menu_picks",
             "schema": {"type": "object", "required": ["picks"],
@@ -44,7 +51,7 @@ def menu_text(menu: Menu) -> str:
         alt = f"; knob values available: {json.dumps(alternatives, sort_keys=True)}" if alternatives else ""
         lines.append(f"- id {it.id}: rule {it.rule}, knobs {json.dumps(it.knobs, sort_keys=True)}{alt}\n"
                      f"  what it does: {rule_doc(it.rule)}")
-    return "\n".join(lines) or "(no rule applies: write your own layer, id \"own\")"
+    return "\n".join(lines)
 
 
 def roofline_text(task: Any, facts: dict[str, Any]) -> str:
@@ -112,8 +119,6 @@ def _one_pick(raw: Any, req: ProposalRequest, menu: Menu, target: Any) -> Pick:
 
 class ModelChooser:
     """Asks the model to pick from the menu (prompts/<layer>/<family>.<variant>.md, variant menu*)."""
-
-    writes_own = True  # an empty menu still leaves the model its own layer
 
     def __init__(self, client: Any, spec: str, variant: str = "menu", max_tokens: int = 400) -> None:
         self.client, self.name, self.variant, self.max_tokens = client, spec, variant, max_tokens
