@@ -171,6 +171,9 @@ def test_prompt_tuning_follows_the_measurements(tmp_path, monkeypatch):
     best = max(("v1", "v2"), key=lambda v: (measured[v], v == "v1"))  # ties go to the earlier variant
     assert result["tuning"]["chosen"] == {"host-cpu": {"schedule": best}}
     assert f"schedule={best}" in (out / "table.md").read_text()
+    # the choice and the default prompts side by side on the test split, in the same run
+    assert {r["label"] for r in result["runs"]} == {"leka", "leka-default-prompts"}
+    assert "| leka-default-prompts |" in (out / "table.md").read_text()
     if measured["v2"][0] > measured["v1"][0]:  # v2 measured fast beyond noise: it must be the choice
         assert best == "v2"
     # v1 got no usable reply: its runs kept the unscheduled program (search ratio 1.0)

@@ -20,6 +20,9 @@ from leka.errors import LekaError
 from .config import ExperimentConfig, MethodEntry, check_methods, method_options
 
 
+DEFAULT_PROMPTS = "-default-prompts"  # the tuned entry's row with the default prompts, run beside the choice
+
+
 @dataclass
 class PlannedRun:
     run_id: str
@@ -176,8 +179,12 @@ def run_experiment(cfg: ExperimentConfig, store: Any, *, resume: bool = False, l
         planned = []
         for target in cfg.targets:
             for entry in cfg.methods:
-                extra = {"prompts": chosen[target]} if cfg.tuning and entry.label == cfg.tuning.label else {}
-                planned.append(runner.plan(entry, target, extra_options=extra, extra=extra))
+                if cfg.tuning and entry.label == cfg.tuning.label:  # the chosen prompts beside the defaults
+                    extra = {"prompts": chosen[target]}
+                    planned.append(runner.plan(entry, target, extra_options=extra, extra=extra))
+                    planned.append(runner.plan(entry, target, label=f"{entry.label}{DEFAULT_PROMPTS}"))
+                else:
+                    planned.append(runner.plan(entry, target))
         runner.check_fresh(planned)
         if executor is not None:  # the whole table at once: the cluster works on every method's samples
             runner.fan_out(planned)

@@ -1,10 +1,10 @@
 """Per-layer prompt tuning on the dev split: coordinate ascent over layers, one layer at a time, in the
 order the config lists them. For each variant of the layer (the other layers at their current choice,
-v1 at first) the method runs on the dev split (a bench run of its own, `exp.NAME.tune-LAYER-VARIANT...`);
+the default at first) the method runs on the dev split (a bench run of its own, `exp.NAME.tune-LAYER-VARIANT...`);
 the variant with the highest measured Fast@1.0 (vs tvm-naive, leka.bench.metrics) is kept; a tie (on a
 few dev tasks under timing noise, often 0 against 0) goes to the higher geomean speedup of the correct
-samples, then to the earlier variant in the config's list. The choice then runs on the test split in the main table, and
-the report names it. Variants live in prompts/<layer>/<family>.<variant>.md, per target family.
+samples, then to the earlier variant in the config's list. The choice then runs on the test split in the main table,
+beside the same entry with the default prompts (row LABEL-default-prompts), and the report names it. Variants live in prompts/<layer>/<family>.<variant>.md, per target family.
 """
 from __future__ import annotations
 
