@@ -1,4 +1,9 @@
-"""User-facing errors: the CLI prints ``str(err)`` as one line and exits non-zero, no traceback."""
+"""User-facing errors: the CLI prints ``str(err)`` as one line and exits non-zero, no traceback.
+
+Also the two ways a message becomes one line: `one_line` (any text, whitespace collapsed and capped) and
+`error_line` (an exception: its type and its most informative line, TVM's errors being multi-line IR dumps).
+"""
+from __future__ import annotations
 
 
 class LekaError(Exception):
@@ -23,3 +28,19 @@ class NotRunnableError(LekaError):
     """The target builds here but needs other hardware (a board, a GPU) to run."""
 
     exit_code = 3
+
+
+def one_line(text: object, limit: int = 400) -> str:
+    """`text` (a message, an exception's message) on one line: whitespace collapsed, at most `limit` characters."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def error_line(e: BaseException, limit: int = 500) -> str:
+    """The exception's type and the line of its message that says what went wrong."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    for key in ("Error message:", "error:", "Error:", "ValueError:", "TypeError:"):
+        for ln in lines:
+            if key in ln:
+                return f"{type(e).__name__}: {ln.split(key, 1)[-1].strip() or ln}"[:limit]
+    return f"{type(e).__name__}: {lines[-1] if lines else ''}"[:limit]

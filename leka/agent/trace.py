@@ -10,25 +10,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from leka.errors import LekaError
+from leka.storage import leka_home, open_db
 
 from .state import LAYERS
 
 
 class UnknownRunError(LekaError):
     pass
-
-
-def leka_home() -> Path:
-    """The .leka folder of the current directory, or $LEKA_HOME."""
-    return Path(os.environ.get("LEKA_HOME") or ".leka")
 
 
 def trace_path() -> Path:
@@ -57,11 +51,8 @@ class TraceStore:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else trace_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_db(self.path, _SCHEMA, what="LEKA run trace", threads=True)
 
     def close(self) -> None:
         with self._lock:

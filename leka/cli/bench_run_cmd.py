@@ -161,13 +161,13 @@ def _parse_options(items: list[str]) -> dict:
 
 def _remote_store(args, method: str) -> str:
     from leka.errors import LekaError
-    from leka.remote.pending import DEFAULT_STORE
+    from leka.remote.pending import default_pending_path
 
     if method != "leka":
         raise LekaError(f"--remote is for --method leka (its attempts pause on remote measurements), not {method}")
     if args.executor != "local" or args.rpc:
         raise LekaError("--remote measures in rounds of job folders: not with --executor or --rpc")
-    return str(Path(args.remote or DEFAULT_STORE).resolve())
+    return str(Path(args.remote or default_pending_path()).resolve())
 
 
 def _remote_next(pending: int, store: str, run_id: str) -> None:

@@ -24,9 +24,9 @@ class LocalExecutor:
             try:
                 value = fn(job.payload, JobContext(job.key, placed, send))
             except Exception as e:  # noqa: BLE001 - a job that raises fails alone, as a Ray task would
-                from leka.evaluator.worker import one_line
+                from leka.errors import error_line
 
-                yield JobDone(job, error=one_line(e), where=placed)
+                yield JobDone(job, error=error_line(e), where=placed)
                 continue
             yield JobDone(job, value, where=placed)
 

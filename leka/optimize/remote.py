@@ -149,6 +149,6 @@ def next_steps(w: RemoteWaiting, model_cmd: str) -> list[str]:
 
 
 def _default_store() -> str:
-    from leka.remote.pending import DEFAULT_STORE
+    from leka.remote.pending import default_pending_path
 
-    return str(DEFAULT_STORE)
+    return str(default_pending_path())
