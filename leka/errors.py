@@ -5,11 +5,35 @@ Also the two ways a message becomes one line: `one_line` (any text, whitespace c
 """
 from __future__ import annotations
 
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """What `leka`'s exit status means, for every command (README "Exit codes", `leka --help`)."""
+
+    OK = 0
+    FAILED = 1
+    BAD_INPUT = 2
+    NOT_RUNNABLE = 3
+    BUDGET = 4
+    INTERNAL = 70  # EX_SOFTWARE of sysexits.h
+
+
+EXIT_MEANINGS = {
+    ExitCode.OK: "ok",
+    ExitCode.FAILED: "the thing judged failed: candidate wrong or slow, mismatch with ONNX Runtime, failed checks",
+    ExitCode.BAD_INPUT: "bad input: usage, a malformed or unknown file, target, task or store",
+    ExitCode.NOT_RUNNABLE: "not runnable here: the target needs other hardware (built, not run)",
+    ExitCode.BUDGET: "the budget ran out first (what finished is kept; --resume continues)",
+    ExitCode.INTERNAL: "internal error (a bug; LEKA_DEBUG=1 shows the traceback)",
+}
+EXIT_CODES_TEXT = "exit codes:\n" + "\n".join(f"  {int(c):<3} {m}" for c, m in EXIT_MEANINGS.items())
+
 
 class LekaError(Exception):
     """Bad input or an unusable request (unknown target/task, malformed file ...)."""
 
-    exit_code = 2
+    exit_code: int = ExitCode.BAD_INPUT
 
 
 class UnknownTargetError(LekaError):
@@ -27,7 +51,7 @@ class CandidateFormatError(LekaError):
 class NotRunnableError(LekaError):
     """The target builds here but needs other hardware (a board, a GPU) to run."""
 
-    exit_code = 3
+    exit_code = ExitCode.NOT_RUNNABLE
 
 
 def one_line(text: object, limit: int = 400) -> str:

@@ -30,6 +30,7 @@ class _RunSpec:
 def cmd_run(args) -> int:
     from leka.bench.store import ResultStore
     from leka.budget import Budget
+    from leka.errors import ExitCode
     from leka.methods import get_method, list_methods
     from leka.targets import get_target
 
@@ -53,7 +54,7 @@ def cmd_run(args) -> int:
     out = _execute(args, store, spec, method, target, budget)
     _print_summary(store, run_id, out, spec.options)
     print(run_id)
-    return 0
+    return ExitCode.BUDGET if out.stopped else ExitCode.OK
 
 
 def _resume_spec(store: Any, args) -> _RunSpec:
