@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from . import OptimizeError, VerificationError
+from . import OptimizeError
 from .artifact import FORMAT, LIBRARY, MANIFEST, check_out, staging
 from .db import TuningDB, Winner, target_key
-from .extract import KernelSpec, kernel_specs, make_task
+from .extract import kernel_specs, make_task
 from .importer import LoadedModel, import_model, parse_shapes
 from .profile import KernelProfile, profile, split_budget
 from .remote import REMOTE_STEPS

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from leka.remote.loop import REMOTE_K, REMOTE_STEPS
+from leka.remote.loop import REMOTE_K, REMOTE_STEPS  # noqa: F401 - REMOTE_STEPS: for the CLI and pipeline
 
 from .db import TuningDB, Winner, target_key
 from .extract import spec_data

@@ -18,6 +18,7 @@ import hashlib
 import socket
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -175,10 +176,9 @@ class RPCLoaded:
         return float(timer(*self.tensors).mean)
 
 
-def farm_path() -> "Path":
+def farm_path() -> Path:
     """The farm config: $LEKA_FARM, else farm.json in the .leka folder (LEKA_HOME overrides it)."""
     import os
-    from pathlib import Path
 
     from leka.storage import leka_home
 
