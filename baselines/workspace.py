@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from leka.budget import BudgetExceeded
-from leka.errors import LekaError
+from leka.errors import LekaError, one_line
 
 PROGRAM = "kernel.py"
 
@@ -46,11 +46,6 @@ def initial_program(task: Any, target: Any) -> str:
     from leka.ir import CandidateIR
 
     return CandidateIR.initial(task).to_tvmscript(target)
-
-
-def _one_line(text: Any, limit: int = 600) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 @dataclass
@@ -99,7 +94,7 @@ class Workspace:
 
     def _dispatch(self, name: str, args: dict[str, Any]) -> str:
         if "_unparsed" in args:
-            return f"error: the arguments of {name} are not a JSON object: {_one_line(args['_unparsed'], 200)}"
+            return f"error: the arguments of {name} are not a JSON object: {one_line(args['_unparsed'], 200)}"
         path = str(args.get("path") or PROGRAM)
         if name == "read_task":
             return json.dumps({"task": self.task.summary(), "target": self.target.name,
@@ -132,11 +127,11 @@ class Workspace:
         measure = name == "profile"
         res = self.evaluate_source(source, measure)
         if not res.get("compiled"):
-            return f"compile error: {_one_line(res.get('error') or res.get('failure'), 1500)}"
+            return f"compile error: {one_line(res.get('error') or res.get('failure'), 1500)}"
         if name == "compile":
             return "compiled"
         if not res.get("correct"):
-            return f"{res.get('failure') or 'wrong'}: {_one_line(res.get('error'), 1500)}"
+            return f"{res.get('failure') or 'wrong'}: {one_line(res.get('error'), 1500)}"
         if not measure:
             return "correct on every trial"
         return (f"correct; {res.get('candidate_ms')} ms vs naive {res.get('baseline_ms')} ms: "

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from leka.errors import LekaError
+from leka.errors import ExitCode, LekaError
 
 CHARGE_KINDS: tuple[str, ...] = ("calls", "tokens", "usd", "compiles", "measurements")
 # Kinds counted in whole units; the others (usd, minutes) take fractions.
@@ -30,7 +30,7 @@ class BudgetError(LekaError):
 class BudgetExceeded(LekaError):
     """Spending this much would pass a limit; nothing was recorded."""
 
-    exit_code = 4
+    exit_code = ExitCode.BUDGET
 
     def __init__(self, kind: str, limit: float, spent: float, requested: float) -> None:
         self.kind, self.limit, self.spent, self.requested = kind, limit, spent, requested

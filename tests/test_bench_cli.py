@@ -92,7 +92,7 @@ def test_budget_stops_run_cleanly(tmp_path, capsys):
     db = tmp_path / "r.sqlite"
     rc = main(["bench", "run", "--method", "tvm-naive", "--tasks", TASKS, "--pattern", "benchtest", "--samples", "2",
                "--trials", "1", "--no-measure", "--budget", "compiles=1", "--quiet", "--store", str(db)])
-    assert rc == 0
+    assert rc == 4  # ExitCode.BUDGET: the budget ran out first
     assert "stopped early (budget" in capsys.readouterr().err
     st = ResultStore(db)
     run = st.get_run(st.list_runs()[-1]["run_id"])

@@ -85,3 +85,42 @@ def test_progress_counts_running_per_node(capsys):
     assert "1/3 samples (0 stored before), 2 running, 0 queued" in " ".join(text.split())
     assert ["│", "h1", "(n1)", "│", "1", "│", "1", "│", "0", "│"] in table  # node, running, done, failed
     assert "(running: h1 (n1) 1, h2 (n2) 1)" in capsys.readouterr().err
+
+
+class _Overrun:
+    """Passes its own per-task limit (agent_budget compiles=1) on every attempt."""
+
+    name, is_llm = "overrun-executor-test", False
+
+    def run(self, task, target, ctx):
+        from leka.methods.options import attempt_budget
+
+        budget = attempt_budget(ctx, {"agent_budget": "compiles=1"})
+        budget.charge("compiles")
+        budget.charge("compiles")
+
+
+def test_an_attempt_over_its_own_budget_is_budget_on_every_path(tmp_path):
+    """One attempt runner: the run in this process (bench run, --executor local) and a job as a Ray task runs
+    it (no driver environment) record an attempt past its per-task limit alike, as failure "budget"."""
+    from leka.bench.runner import run_benchmark
+    from leka.executors.base import SampleSpec, run_sample, where
+    from leka.methods import register_method
+    from leka.targets import get_target
+
+    register_method(_Overrun.name, lambda options: _Overrun())
+    load_task_folder(TASKS)
+    task, target = get_task("benchtest-add-64"), get_target("host-cpu")
+
+    class _NoEvaluator:  # the method never evaluates
+        pass
+
+    ev = _NoEvaluator()
+    ev.target = target
+    away = run_sample(SampleSpec("r", task.id, 0, _Overrun.name, "host-cpu", task_paths=(TASKS,)), ev, where("ray"))
+    store = ResultStore(tmp_path / "r.sqlite")
+    rid = store.create_run(_Overrun.name, "host-cpu", {})
+    out = run_benchmark(store, rid, [task], target, _Overrun(), 1, ev, None, {})
+    [here] = store.samples(rid)
+    assert out.done == 1 and here["failure"] == away.record["failure"] == "budget"
+    assert here["where"]["executor"] == "local" and away.record["where"]["executor"] == "ray"

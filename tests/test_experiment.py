@@ -225,3 +225,20 @@ def test_killed_experiment_resumes_without_repeats(tmp_path, monkeypatch):
         keys = db.execute("SELECT task, sample_idx FROM samples").fetchall()
     assert len(keys) == 3 == len(set(keys))
     assert len(asked) == len(set(asked)) == 3
+
+
+def test_recorded_results_are_not_rewritten_without_force(tmp_path, monkeypatch, capsys):
+    """An --out folder that holds files (a committed experiments/results/NAME/) is refused before the run; the
+    default is a fresh folder."""
+    from leka.cli.experiment_cmd import fresh_out
+
+    monkeypatch.setenv("LEKA_HOME", str(tmp_path / "home"))
+    cfg = _write(tmp_path, _ablation(limit=1, trials=2, method=[{"method": "tvm-naive"}], name="kept"))
+    out = tmp_path / "recorded"
+    out.mkdir()
+    (out / "table.md").write_text("recorded figures\n")
+    assert main(["experiment", "run", str(cfg), "--store", str(tmp_path / "s.db"), "--out", str(out)]) == 2
+    assert "--force" in capsys.readouterr().err and (out / "table.md").read_text() == "recorded figures\n"
+    assert not (tmp_path / "s.db").exists()  # refused before any run was created
+    first = fresh_out("kept")
+    assert first.parent == Path("experiments") / "results" and first.name.startswith("kept-")

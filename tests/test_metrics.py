@@ -108,6 +108,15 @@ def test_roofline_fraction():
     assert M.roofline_fraction(2e9, 1e9, 200.0, {"peak_fp32_gflops": None}) is None
 
 
+def test_roofline_fraction_stays_within_what_the_facts_allow():
+    """A fraction of 443 % was reported: DRAM bandwidth bounded a kernel whose data sat in cache."""
+    facts = {"peak_fp32_gflops": 100.0, "mem_bw_gbs": 10.0, "l2_bytes": 1 << 20}
+    # 1 MB of traffic, AI = 2: under the DRAM roof (20 GFLOP/s) 80 GFLOP/s would read 4.0; it fits in L2: 0.8
+    assert M.roofline_fraction(2e6, 1e6, 0.025, facts) == pytest.approx(0.8)
+    assert M.roofline_fraction(2e6, 1e6, 0.025, {**facts, "l2_bytes": 1000}) == 1.0  # capped, not 4.0
+    assert M.roofline_fraction(2e9, 2e6, 10.0, facts) == 1.0  # 200 GFLOP/s over a 100 GFLOP/s peak
+
+
 def test_summary_names_baseline():
     s = M.summarize(RECORDS, ks=(1, 2, 5))
     assert s.baseline == "tvm-naive"

@@ -108,3 +108,22 @@ def test_decisions_the_final_kernel_lacks_are_credited_nothing():
     irs = [{"step": 2, "kind": "accepted", "ir": _ir([s1])}]
     out = kernel_credit({"path": path, "by_layer": {}, "total": 1.65}, irs, _ir([]))
     assert out["path"][0]["in_kernel"] is False and out["total"] == pytest.approx(1.0)
+
+
+def test_a_memory_step_that_brings_its_own_schedule_is_credited_to_the_schedule():
+    """Memory requests return whole schedules too: the gain of one whose schedule differs from the IR it was
+    built on is the schedule's; only a decision that adds memory steps to the same schedule is the memory's."""
+    s1, s2, mem = {"op": "split", "loop": "i"}, {"op": "tile", "loop": "j"}, [{"op": "cache_read"}]
+    path = [{"step": 1, "layer": "schedule", "kind": "accepted", "ratio": 2.0},
+            {"step": 2, "layer": "memory", "kind": "accepted", "ratio": 3.0},
+            {"step": 3, "layer": "memory", "kind": "accepted", "ratio": 1.5}]
+    best = _ir([s2], mem + [{"op": "cache_write"}])
+    irs = [{"step": 1, "kind": "accepted", "ir": _ir([s1])},
+           {"step": 2, "kind": "accepted", "ir": _ir([s2], mem)},  # a new schedule, with a memory step
+           {"step": 3, "kind": "accepted", "ir": best}]  # the same schedule, one more memory step
+    out = kernel_credit({"path": path, "by_layer": {}, "total": 9.0}, irs, best)
+    assert [p["credited_layer"] for p in out["path"]] == ["schedule", "schedule", "memory"]
+    # step 1 is not in the kernel: step 2, which replaced its schedule, carries its 2.0
+    assert out["by_layer"] == pytest.approx({"algorithm": 1.0, "schedule": 6.0, "memory": 1.5})
+    unknown = kernel_credit({"path": path, "by_layer": {}, "total": 9.0}, irs, None)  # no final kernel known
+    assert unknown["by_layer"] == pytest.approx({"algorithm": 1.0, "schedule": 6.0, "memory": 1.5})

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from leka.errors import one_line
+
 from .context import AgentContext
 from .deadline import Bounded, Emit, call_bounded, run_forked, run_inline
 
@@ -18,11 +20,6 @@ def journaled(ctx: AgentContext, key: str, produce: Callable[[], Any]) -> Any:
         return value  # owed by a remote host (leka.remote.pending): asked again when the run resumes
     ctx.journal.journal_put(ctx.run_id, key, value)
     return value
-
-
-def one_line(text: str, limit: int = 400) -> str:
-    s = " ".join(str(text).split())
-    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def forks(ctx: AgentContext, deadline: float | None) -> bool:

@@ -17,10 +17,11 @@ import time
 from typing import Any
 
 from leka.bench import metrics
+from leka.errors import one_line
 
 from .context import AgentContext
 from .deadline import Emit
-from .evaluation import bounded_work, evaluate, one_line
+from .evaluation import bounded_work, evaluate
 from .state import AgentState
 
 # Fresh worker and search disagreeing by more than this factor (either way) triggers two more fresh

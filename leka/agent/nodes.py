@@ -18,11 +18,12 @@ import json
 import time
 from typing import Any
 
+from leka.errors import one_line
 from leka.ir.layers import adopt_trusted_text_hashes, trusted_text_hashes
 
 from .context import AgentContext
 from .deadline import Bounded, Emit, mirror_spending
-from .evaluation import bounded_work, evaluate, forks, one_line
+from .evaluation import bounded_work, evaluate, forks
 from .finalize import finalize  # noqa: F401 - the graph's finalize node (graph.py: nodes.finalize)
 from .state import LAYERS, AgentState, Best, CandidateRecord, LayerStatus, Policy, StepRecord
 

@@ -1,7 +1,6 @@
 """Drive one run of the graph: checkpointing, trace writing and progress, for fresh and resumed runs."""
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from contextlib import contextmanager
 from dataclasses import replace
@@ -11,6 +10,7 @@ from typing import Any, Iterator
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from leka.errors import LekaError
+from leka.storage import open_db
 
 from .context import AgentContext
 from .graph import final_state, stream_run
@@ -26,8 +26,8 @@ def new_run_id() -> str:
 @contextmanager
 def open_checkpointer(path: str | Path | None = None) -> Iterator[SqliteSaver]:
     p = Path(path) if path is not None else checkpoint_path()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(p), check_same_thread=False, timeout=30)
+    # LangGraph owns the tables (saver.setup()); version 1 is the layout of the pinned langgraph-checkpoint-sqlite.
+    conn = open_db(p, "", what="LEKA checkpoint store", threads=True, autocommit=False)
     try:
         saver = SqliteSaver(conn)
         saver.setup()

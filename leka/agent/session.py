@@ -8,11 +8,13 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
+from leka.storage import leka_home
+
 from .context import AgentContext, default_budget_errors
 from .progress import NoProgress, Progress
 from .run import drive, new_run_id
 from .state import Policy
-from .trace import TraceStore, leka_home
+from .trace import TraceStore
 
 OFFLINE_LABEL = "leka-offline-rules (offline, no LLM)"
 
@@ -148,8 +150,8 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
     from leka.budget import Budget
     from leka.evaluator import EvalConfig
     from leka.executors.base import evaluator_for
-    from leka.tasks import all_tasks, get_task
     from leka.targets import get_target
+    from leka.tasks import all_tasks, get_task
 
     store = store or TraceStore()
     if resume:

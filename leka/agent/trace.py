@@ -10,25 +10,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any, Iterable
 
 from leka.errors import LekaError
+from leka.storage import leka_home, open_db
 
 from .state import LAYERS
 
 
 class UnknownRunError(LekaError):
     pass
-
-
-def leka_home() -> Path:
-    """The .leka folder of the current directory, or $LEKA_HOME."""
-    return Path(os.environ.get("LEKA_HOME") or ".leka")
 
 
 def trace_path() -> Path:
@@ -57,11 +51,8 @@ class TraceStore:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path is not None else trace_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._db = open_db(self.path, _SCHEMA, what="LEKA run trace", threads=True)
 
     def close(self) -> None:
         with self._lock:
@@ -206,27 +197,40 @@ def contained_in(ir: dict[str, Any], final: dict[str, Any]) -> bool:
             and all(m in (final.get("memory") or []) for m in mem))
 
 
+_TASK_IR = {"algorithm": {"kind": "task"}, "schedule": [], "memory": []}  # CandidateIR.initial's layers
+
+
+def decided_layer(ir: dict[str, Any], before: dict[str, Any] | None) -> str | None:
+    """The lowest layer decision `ir` changes from the IR it was built on (None: the task's own definition):
+    its gain is that layer's. A memory-step proposal that brings a whole schedule of its own is a schedule
+    decision; a memory decision keeps the schedule it was built on. None when nothing changed."""
+    base = before or _TASK_IR
+    return next((name for name in LAYERS if (ir.get(name) or _TASK_IR[name]) != (base.get(name) or _TASK_IR[name])),
+                None)
+
+
 def kernel_credit(contrib: dict[str, Any], irs: list[dict[str, Any]], best_ir: dict[str, Any] | None
                   ) -> dict[str, Any]:
-    """Per-layer credit of the decisions the final kernel contains. A decision that a later one replaced
-    (a new schedule for the same loops, a restart) passes its ratio on to the next decision that is in
-    the kernel, so no layer is credited for code the kernel lacks; decisions after the kernel's last
-    one (finalize kept an earlier kernel) are credited nothing.
-    Path entries gain in_kernel (True/False/None when the IR is unknown)."""
-    if best_ir is None:
-        return contrib
+    """Per-layer credit of the decisions the final kernel contains, each credited to the layer it changes
+    (decided_layer; the step's layer when its IR is unknown). A decision that a later one replaced (a new
+    schedule for the same loops, a restart) passes its ratio on to the next decision that is in the kernel,
+    so no layer is credited for code the kernel lacks; decisions after the kernel's last one (finalize kept
+    an earlier kernel) are credited nothing. Path entries gain credited_layer and in_kernel (True/False/None
+    when the IR or the final kernel is unknown)."""
     ir_of = {(d["step"], d["kind"]): d["ir"] for d in irs}
     by_layer = {name: 1.0 for name in LAYERS}
-    carried, path = 1.0, []
+    carried, path, before = 1.0, [], None
     for p in contrib["path"]:
         ir = ir_of.get((p["step"], p["kind"]))
-        inside = None if ir is None else contained_in(ir, best_ir)
-        entry = dict(p, in_kernel=inside)
+        layer = (decided_layer(ir, before) if ir is not None else None) or p["layer"]
+        before = ir if ir is not None else before
+        inside = None if ir is None or best_ir is None else contained_in(ir, best_ir)
+        entry = dict(p, in_kernel=inside, credited_layer=layer)
         if inside is False:
             carried *= p["ratio"]
         else:
             entry["credit"] = p["ratio"] * carried
-            by_layer[p["layer"]] *= entry["credit"]
+            by_layer[layer] *= entry["credit"]
             carried = 1.0
         path.append(entry)
     # decisions with no successor in the kernel (finalize fell back to an earlier kernel) credit nothing

@@ -182,13 +182,18 @@ def attainable_gflops(flops: float, nbytes: float, peak_gflops: float, bw_gbs: f
 
 
 def roofline_fraction(flops: float, nbytes: float, time_ms: float, facts: Mapping[str, Any]) -> float | None:
-    """Achieved GFLOP/s over the roofline bound from the target's facts; None when facts lack peak or
-    bandwidth, or the time is unknown. Bytes are the compulsory traffic (inputs + outputs once)."""
+    """Achieved GFLOP/s over the roofline bound from the target's facts, at most 1; None when facts lack peak
+    or bandwidth, or the time is unknown. Bytes are the compulsory traffic (inputs + outputs once). Traffic that
+    fits in the largest cache the facts name is not bound by DRAM bandwidth: only the compute peak bounds it.
+    Above the peak (an algorithm rewrite doing fewer FLOPs than the task's count, an int8 kernel over the fp32
+    peak) the fraction is 1: the facts allow no more."""
     peak, bw = facts.get("peak_fp32_gflops"), facts.get("mem_bw_gbs")
     if not peak or not bw or not time_ms or time_ms <= 0 or flops <= 0:
         return None
     achieved = flops / (time_ms * 1e-3) / 1e9
-    return achieved / attainable_gflops(flops, nbytes, float(peak), float(bw))
+    cache = max((int(facts.get(k) or 0) for k in ("l1d_bytes", "l2_bytes", "l3_bytes")), default=0)
+    bound = float(peak) if 0 < nbytes <= cache else attainable_gflops(flops, nbytes, float(peak), float(bw))
+    return min(1.0, achieved / bound)
 
 
 @dataclass

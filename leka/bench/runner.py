@@ -191,52 +191,47 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                   on_sample: Callable[[Any, int, dict[str, Any] | None], None] | None = None,
                   progress: Callable[[str], None] | None = None,
                   on_start: Callable[[Any, int], None] | None = None) -> RunOutcome:
-    """Run every missing (task, sample_idx) of `run_id`; returns what this invocation did.
-    on_start(task, idx) is called as an attempt begins, on_sample(task, idx, record or None) as it ends."""
-    from leka.budget import BudgetExceeded
-    from leka.methods import MethodContext, MethodNotApplicable
-    from leka.remote.pending import MeasurementPending
+    """Run every missing (task, sample_idx) of `run_id` in this process, through the local executor (the same
+    attempts a Ray task runs, sharing this process's evaluator and the run's budget); returns what this
+    invocation did. on_start(task, idx) is called as an attempt begins, on_sample(task, idx, record or None)
+    as it ends (None: nothing stored: finished before, not applicable, or pending)."""
+    from leka.executors.base import PLACED, LocalEnv, SampleSpec
+    from leka.executors.local import LocalExecutor
 
     check_resumable(store, run_id, method, options, budget)
     out = RunOutcome(run_id)
     t0 = time.perf_counter()
-    finished = store.finished_keys(run_id)
+    finished, by_id = store.finished_keys(run_id), {t.id: t for t in tasks}
+    target_spec = target.target if target.name == "custom" else target.name
+    specs = [SampleSpec(run_id, t.id, i, method.name, target_spec, options) for t in tasks for i in range(samples)]
+    for s in specs:
+        if s.key() in finished:
+            out.skipped_finished += 1
+            _advance(on_sample, by_id[s.task_id], [s.sample_idx])
+    todo = {s.job_key(): s for s in specs if s.key() not in finished}
+
+    def started(key: str, kind: str, _: Any) -> None:
+        if kind == PLACED and on_start is not None:
+            on_start(by_id[todo[key].task_id], todo[key].sample_idx)
+
+    env = LocalEnv(evaluator, target, budget, store, progress, method, by_id)
     try:
-        for task in tasks:
-            applies = getattr(method, "applies", None)
-            why = applies(task, target) if applies else None
-            if why:
-                out.not_applicable[task.id] = why
-                _advance(on_sample, task, range(samples))
+        for o in LocalExecutor(env).run(todo.values(), started):
+            task, idx = by_id[o.spec.task_id], o.spec.sample_idx
+            if o.stopped is not None:
+                out.stopped = o.stopped
+                store.add_event(run_id, "budget_exhausted", {"error": o.stopped.removeprefix("budget: ")})
+                break
+            if o.pending or o.not_applicable is not None:  # pending: a remote round is owed; --resume goes on
+                out.pending += o.pending
+                if o.not_applicable is not None:
+                    out.not_applicable[task.id] = o.not_applicable
+                _advance(on_sample, task, [idx])
                 continue
-            for idx in range(samples):
-                if (task.id, method.name, idx) in finished:
-                    out.skipped_finished += 1
-                    _advance(on_sample, task, [idx])
-                    continue
-                if budget is not None:
-                    budget.check_time()
-                if on_start is not None:
-                    on_start(task, idx)
-                ctx = MethodContext(evaluator=evaluator, budget=budget, store=store, run_id=run_id,
-                                    options=options, progress=progress, sample_idx=idx)
-                try:
-                    rec, inter = _attempt(task, target, method, idx, ctx, budget)
-                except MeasurementPending:  # a remote round is owed: --resume continues the attempt
-                    out.pending += 1
-                    _advance(on_sample, task, [idx])
-                    continue
-                except MethodNotApplicable as e:
-                    out.not_applicable[task.id] = str(e)
-                    _advance(on_sample, task, range(idx, samples))
-                    break
-                store.add_sample(run_id, rec, candidates=inter, measurements=measurement_rows(rec))
-                out.done += 1
-                if on_sample is not None:
-                    on_sample(task, idx, rec)
-    except BudgetExceeded as e:
-        out.stopped = f"budget: {e}"
-        store.add_event(run_id, "budget_exhausted", {"error": str(e)})
+            store.add_sample(run_id, o.record, candidates=o.candidates, measurements=measurement_rows(o.record))
+            out.done += 1
+            if on_sample is not None:
+                on_sample(task, idx, o.record)
     except BaseException as e:  # never left "started": the run's last event says why it stopped
         _record_stop(store, run_id, e, out)
         raise
@@ -248,10 +243,11 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
     return out
 
 
-def _attempt(task: Any, target: Any, method: Any, idx: int, ctx: Any,
-             budget: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One attempt's record and its intermediate candidates' records. A method crash or the task's own
-    limit is a failed sample; the run's budget, a pending remote round and "not applicable" propagate."""
+def attempt(task: Any, target: Any, method: Any, idx: int, ctx: Any,
+            budget: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One attempt's record and its intermediate candidates' records: the one implementation, run by every
+    executor (leka.executors.base.run_sample). A method crash or a limit that is not the run's `budget` (the
+    task's own) is a failed sample; the run's budget, a pending remote round and "not applicable" propagate."""
     from leka.budget import AttemptBudgetExceeded, BudgetExceeded
     from leka.methods import MethodNotApplicable
     from leka.remote.pending import MeasurementPending
@@ -262,11 +258,13 @@ def _attempt(task: Any, target: Any, method: Any, idx: int, ctx: Any,
             raise LekaError("method returned no sample")
         rec = build_record(task, target, result[-1], idx)
         return rec, [build_record(task, target, s, idx) for s in result[:-1]]
-    except AttemptBudgetExceeded as e:  # this task's own limit: a failed sample, the run goes on
+    except BudgetExceeded as e:
+        if budget is not None and not isinstance(e, AttemptBudgetExceeded):
+            raise  # the run's own budget: the run stops
         rec = failed_record(task, target, method.name, idx, f"attempt {e}", None)
         rec["failure"] = rec["status"] = "budget"
         return rec, []
-    except (BudgetExceeded, MeasurementPending, MethodNotApplicable):
+    except (MeasurementPending, MethodNotApplicable):
         raise
     except Exception as e:  # noqa: BLE001 - a method crash is a failed sample, not a dead run
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""

@@ -16,14 +16,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import sqlite3
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
-from leka.errors import LekaError
+from leka.storage import StoreError, leka_home, open_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -59,14 +58,9 @@ SAMPLE_COLUMNS = ("task", "pattern", "workload", "level", "domain", "target", "m
 EXPORT_COLUMNS = ("run_id",) + SAMPLE_COLUMNS + ("input_seed", "budget", "versions", "where")
 
 
-class StoreError(LekaError):
-    pass
-
-
 def default_store_path() -> Path:
     """.leka/results.sqlite in the current directory; LEKA_HOME overrides the .leka folder."""
-    home = os.environ.get("LEKA_HOME")
-    return (Path(home) if home else Path.cwd() / ".leka") / "results.sqlite"
+    return leka_home() / "results.sqlite"
 
 
 def new_run_id(method: str) -> str:
@@ -74,21 +68,10 @@ def new_run_id(method: str) -> str:
     return f"{stamp}-{method.replace(':', '_')}-{uuid.uuid4().hex[:6]}"
 
 
-def connect(path: Path, schema: str) -> sqlite3.Connection:
-    """Open (creating folder and tables) a store database: autocommit unless a transaction is opened
-    explicitly, WAL so readers (reports) work during a run, rows addressable by column name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
-    db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.executescript(schema)
-    return db
-
-
 class ResultStore:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else default_store_path()
-        self._db = connect(self.path, SCHEMA)
+        self._db = open_db(self.path, SCHEMA, what="results store", rows=True)
 
     def close(self) -> None:
         self._db.close()

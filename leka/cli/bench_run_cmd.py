@@ -30,6 +30,7 @@ class _RunSpec:
 def cmd_run(args) -> int:
     from leka.bench.store import ResultStore
     from leka.budget import Budget
+    from leka.errors import ExitCode
     from leka.methods import get_method, list_methods
     from leka.targets import get_target
 
@@ -53,7 +54,7 @@ def cmd_run(args) -> int:
     out = _execute(args, store, spec, method, target, budget)
     _print_summary(store, run_id, out, spec.options)
     print(run_id)
-    return 0
+    return ExitCode.BUDGET if out.stopped else ExitCode.OK
 
 
 def _resume_spec(store: Any, args) -> _RunSpec:
@@ -166,13 +167,13 @@ def _parse_options(items: list[str]) -> dict:
 
 def _remote_store(args, method: str) -> str:
     from leka.errors import LekaError
-    from leka.remote.pending import DEFAULT_STORE
+    from leka.remote.pending import default_pending_path
 
     if method != "leka":
         raise LekaError(f"--remote is for --method leka (its attempts pause on remote measurements), not {method}")
     if args.executor != "local" or args.rpc:
         raise LekaError("--remote measures in rounds of job folders: not with --executor or --rpc")
-    return str(Path(args.remote or DEFAULT_STORE).resolve())
+    return str(Path(args.remote or default_pending_path()).resolve())
 
 
 def _remote_next(pending: int, store: str, run_id: str) -> None:

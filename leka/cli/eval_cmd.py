@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 
-EXIT_OK, EXIT_FAILED, EXIT_NOT_RUN = 0, 1, 3
-
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -32,7 +30,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from leka.candidate import load_candidate
-    from leka.errors import CandidateFormatError, LekaError
+    from leka.errors import CandidateFormatError, ExitCode, LekaError
     from leka.evaluator import EvalConfig
     from leka.targets import get_target
     from leka.tasks import get_task, load_task_folder
@@ -62,8 +60,8 @@ def run(args) -> int:
     else:
         _print_human(res, args.candidate)
     if res.status == "build_only":
-        return EXIT_NOT_RUN
-    return EXIT_OK if res.correct and not res.failure else EXIT_FAILED
+        return ExitCode.NOT_RUNNABLE
+    return ExitCode.OK if res.correct and not res.failure else ExitCode.FAILED
 
 
 def _print_human(res, path: str) -> None:

@@ -21,7 +21,10 @@ def register(sub) -> None:
                                                            "with this model instead of the offline proposer")
     q.add_argument("--base-url", help="server URL for --llm (OpenAI-compatible or proxy)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
-    q.add_argument("--out", help="report folder (default experiments/results/NAME)")
+    q.add_argument("--out", help="report folder (default a fresh experiments/results/NAME-YYYYMMDD-HHMMSS); a folder "
+                                 "that already holds files is refused unless --force (or --resume)")
+    q.add_argument("--force", action="store_true", help="write the report into an --out folder that holds files "
+                                                        "(table.md, report.html, results.json are replaced)")
     add_executor_flags(q, rpc=False, unit="(method, task, sample); all of the table's at once",
                        local="one sample after another here")
     q.set_defaults(func=cmd_run)
@@ -38,6 +41,9 @@ def cmd_run(args) -> int:
         from leka.errors import LekaError
 
         raise LekaError("--base-url needs --llm PROVIDER:MODEL")
+    out = Path(args.out) if args.out else fresh_out(cfg.name)
+    if not (args.force or args.resume):  # before the run: hours of work must not end in a refusal
+        refuse_to_overwrite(out)
     from leka.executors.cli import executor_from_args
 
     out = Path(args.out) if args.out else Path("experiments") / "results" / cfg.name
@@ -56,3 +62,18 @@ def cmd_run(args) -> int:
     print(paths["md"].read_text())
     print(f"wrote {paths['md']}, {paths['html']}, {paths['json']} (store {store.path})", file=sys.stderr)
     return 0
+
+
+def fresh_out(name: str) -> Path:
+    """experiments/results/NAME-YYYYMMDD-HHMMSS: a new folder, so a run never rewrites recorded results."""
+    import time
+
+    return Path("experiments") / "results" / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def refuse_to_overwrite(out: Path) -> None:
+    from leka.errors import LekaError
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise LekaError(f"--out {out} already holds results: pass --resume to continue that experiment, --force "
+                        "to overwrite its report, or another --out (the default is a fresh folder)")

@@ -9,7 +9,7 @@ import os
 import sys
 
 from leka import __version__
-from leka.errors import LekaError
+from leka.errors import EXIT_CODES_TEXT, ExitCode, LekaError
 
 # Subcommand modules, in --help order. Each defines register(subparsers) and sets func=handler(args)->int.
 COMMANDS = [
@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="leka",
         description="LEKA: layered edge kernel agent and EdgeKernelBench over Apache TVM 0.27.",
-        epilog="Run `leka COMMAND --help` for each command. Docs: docs/architecture.md",
+        epilog=f"Run `leka COMMAND --help` for each command. Docs: docs/architecture.md\n\n{EXIT_CODES_TEXT}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"leka {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     _terminate_as_exit()
     if not getattr(args, "func", None):
         parser.print_help()
-        return 2
+        return ExitCode.BAD_INPUT
     from leka.cli.llm_cmd import llm_scope
 
     try:
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         lines = str(e).strip().splitlines()
         print(f"leka: internal error: {type(e).__name__}: {lines[0] if lines else ''} "
               "(LEKA_DEBUG=1 shows the traceback)", file=sys.stderr)
-        return 1
+        return ExitCode.INTERNAL
 
 
 if __name__ == "__main__":

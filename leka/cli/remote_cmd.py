@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from leka.remote.pending import DEFAULT_STORE
+from leka.remote.pending import default_pending_path
 
 
 def register(sub) -> None:
     p = sub.add_parser("remote", help="tune with measurements from a remote host (job folders, one per round)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--store", default=str(DEFAULT_STORE), help="pending-measurement store (SQLite)")
+    p.add_argument("--store", default=str(default_pending_path()),
+                   help="pending-measurement store (SQLite; default .leka/remote/pending.sqlite, LEKA_HOME overrides .leka)")
     s = p.add_subparsers(dest="remote_cmd", metavar="ACTION", required=True)
     t = s.add_parser("tune", help="start LEKA runs that measure remotely")
     t.add_argument("tasks", nargs="+")

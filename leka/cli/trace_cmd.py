@@ -93,7 +93,9 @@ def _show(run_rec: dict[str, Any], steps: list[dict[str, Any]], contrib: dict[st
         text = p["summary"] + (f" -- {p['rationale']}" if p.get("rationale") and p["rationale"] not in p["summary"]
                                else "")
         inside = {True: "yes", False: "no", None: "?"}[p.get("in_kernel")]
-        rows.append([str(p["step"]), p["layer"] + (" (base)" if p["kind"] == "base" else ""), text,
+        layer = p.get("credited_layer") or p["layer"]
+        layer += f" ({p['layer']} step)" if layer != p["layer"] else ""
+        rows.append([str(p["step"]), layer + (" (base)" if p["kind"] == "base" else ""), text,
                      f"{fmt_x(p['speedup_before'])}->{fmt_x(p['speedup_after'])}",
                      fmt_x(p["ratio"]) if p["speedup_before"] else "—", inside]
                     + ([(p.get("prompt_hash") or "-")[:12]] if prompts else []))

@@ -113,8 +113,8 @@ def _refuse_graph(opts) -> None:
     """A graph task is tuned per fused kernel by `leka optimize`, which reads an ONNX file: write the task's
     model where the user can pass it on, and say the command."""
     from leka.agent.session import graph_refusal
-    from leka.agent.trace import leka_home
     from leka.errors import LekaError
+    from leka.storage import leka_home
     from leka.tasks import all_tasks, get_task
 
     all_tasks(opts.tasks_paths)

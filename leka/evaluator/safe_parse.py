@@ -64,7 +64,7 @@ def parse_environment() -> dict[str, Any]:
 def _parse_without_builtins(text: str) -> Any:
     from tvm.script.parser.core.entry import parse
 
-    from leka.evaluator.worker import one_line
+    from leka.errors import error_line
 
     try:
         with _builtins_unreachable():
@@ -76,7 +76,7 @@ def _parse_without_builtins(text: str) -> Any:
     except MemoryError:
         raise ScriptParseError("not valid TVMScript: the parser ran out of memory") from None
     except Exception as e:  # noqa: BLE001  (TVM raises many types; all mean "not valid TVMScript")
-        raise ScriptParseError(f"not valid TVMScript: {one_line(e)}") from None
+        raise ScriptParseError(f"not valid TVMScript: {error_line(e)}") from None
 
 
 @contextlib.contextmanager

@@ -19,17 +19,7 @@ from typing import Any
 
 import numpy as np
 
-
-
-def one_line(e: BaseException) -> str:
-    """TVM errors are multi-line with IR dumps; keep the most informative line."""
-    text = str(e).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for key in ("Error message:", "error:", "Error:", "ValueError:", "TypeError:"):
-        for ln in lines:
-            if key in ln:
-                return f"{type(e).__name__}: {ln.split(key, 1)[-1].strip() or ln}"[:500]
-    return f"{type(e).__name__}: {lines[-1] if lines else ''}"[:500]
+from leka.errors import error_line
 
 
 class _Loaded:
@@ -112,7 +102,7 @@ def _load(req: dict[str, Any]) -> _Loaded:
     try:
         art = build(mod, target)
     except Exception as e:
-        raise _Stage("build", one_line(e)) from None
+        raise _Stage("build", error_line(e)) from None
     info = {"compile_s": time.perf_counter() - t0, "build_s": getattr(art, "compile_s", None),
             "binary_bytes": getattr(art, "binary_bytes", None), "source_kind": getattr(art, "source_kind", None),
             "build_only": not target.runnable}
@@ -123,7 +113,7 @@ def _load(req: dict[str, Any]) -> _Loaded:
         if hasattr(loaded, "prepare_timing"):  # compile the timing preproc now, not inside the timed request
             loaded.prepare_timing([i for i, a in enumerate(req["args"]) if a[3] == "output"])
     except Exception as e:
-        raise _Stage("load", one_line(e), "runtime_error") from None
+        raise _Stage("load", error_line(e), "runtime_error") from None
     return _Loaded(loaded, info)
 
 
@@ -220,7 +210,7 @@ def serve(fd_in: int, fd_out: int, handle: Any = None) -> None:
             reply = {"ok": False, "kind": "crash", "stage": req.get("op"), "error": "out of memory (worker limit)"}
         except Exception as e:
             traceback.print_exc()
-            reply = {"ok": False, "kind": "runtime_error", "stage": req.get("op"), "error": one_line(e)}
+            reply = {"ok": False, "kind": "runtime_error", "stage": req.get("op"), "error": error_line(e)}
         try:
             write_frame(fd_out, reply)
         except WireError as e:  # e.g. an output dtype the wire does not carry
@@ -258,12 +248,12 @@ def _handle(req: dict[str, Any], cache: dict[str, _Loaded]) -> dict[str, Any]:
         except _Stage:
             raise
         except Exception as e:
-            raise _Stage("run", one_line(e), "runtime_error") from None
+            raise _Stage("run", error_line(e), "runtime_error") from None
     if op == "time":
         try:
             return _time(cache[req["key"]], cache[req["baseline_key"]], req)
         except Exception as e:
-            raise _Stage("timing", one_line(e), "runtime_error") from None
+            raise _Stage("timing", error_line(e), "runtime_error") from None
     if op == "drop":
         cache.pop(req["key"], None)
         return {"ok": True}

@@ -4,9 +4,10 @@ A job is a module-level function and a plain-data payload (so it can travel to a
 `fn(payload, ctx)`; `ctx` knows where the job runs and forwards the job's progress events to the driver. Three
 kinds of work fan out through it: benchmark samples (`SampleSpec`, run by `sample_job`; a `SampleOutcome` holds
 the finished attempt as plain dict records), the kernels of `leka optimize` (leka/optimize/tune.py, `run_job`)
-and the cells of `leka experiment run`. The driver alone writes the stores (leka/executors/fanout.py).
-`run_sample` is the one implementation of "one attempt": the local executor calls it in this process, the Ray
-executor inside a Ray task.
+and the cells of `leka experiment run`. The driver alone writes the stores (leka/executors/fanout.py, and
+leka.bench.runner.run_benchmark for a run in this process). `run_sample` runs one attempt
+(leka.bench.runner.attempt) wherever it is: the local executor in this process (with the driver's evaluator
+and budget, `LocalEnv`), the Ray executor inside a Ray task.
 """
 from __future__ import annotations
 
@@ -39,12 +40,28 @@ class JobDone:
     where: dict[str, Any] | None = None
 
 
-class JobContext:
-    """What a running job sees: where it runs, and `put((key, kind, payload))` to send a progress event to the
-    driver (the shape of a multiprocessing queue's put, so job functions take either)."""
+@dataclass
+class LocalEnv:
+    """What attempts run in the driver's own process share with it (the local executor's; a Ray task has
+    none): the driver's evaluator and target, the run's budget accountant, the store, progress messages, the
+    method object (options applied) and the tasks by id (a run's tasks need not be in the registry)."""
+    evaluator: Any
+    target: Any
+    budget: Any = None
+    store: Any = None
+    progress: Callable[[str], None] | None = None
+    method: Any = None
+    tasks: dict[str, Any] = field(default_factory=dict)
 
-    def __init__(self, key: str, placed: dict[str, Any], send: Callable[[tuple], None] | None) -> None:
-        self.key, self.where, self._send = key, placed, send
+
+class JobContext:
+    """What a running job sees: where it runs, the driver's LocalEnv when it runs in the driver's process, and
+    `put((key, kind, payload))` to send a progress event to the driver (the shape of a multiprocessing queue's
+    put, so job functions take either)."""
+
+    def __init__(self, key: str, placed: dict[str, Any], send: Callable[[tuple], None] | None,
+                 env: LocalEnv | None = None) -> None:
+        self.key, self.where, self._send, self.env = key, placed, send, env
 
     def put(self, item: tuple, *_: Any, **__: Any) -> None:
         if self._send is not None:
@@ -87,6 +104,8 @@ class SampleOutcome:
     record: dict[str, Any]  # the sample's final record (build_record), "where" included
     candidates: list[dict[str, Any]] = field(default_factory=list)  # intermediate records
     not_applicable: str | None = None  # the method does not apply: nothing is stored
+    pending: bool = False  # paused on measurements owed by a remote host: nothing is stored yet
+    stopped: str | None = None  # "budget: ..." when the run's budget ran out: nothing is stored, the run stops
 
 
 class Executor(Protocol):
@@ -109,35 +128,36 @@ def where(executor: str, node: str | None = None) -> dict[str, Any]:
             "pid": os.getpid()}
 
 
-def run_sample(spec: SampleSpec, evaluator: Any, placed: dict[str, Any]) -> SampleOutcome:
-    """One attempt of spec's method on its task with `evaluator` (a failure of the method is a failed record,
-    as in leka.bench.runner.run_benchmark)."""
-    from leka.bench.runner import build_record, failed_record
+def run_sample(spec: SampleSpec, evaluator: Any, placed: dict[str, Any], env: LocalEnv | None = None) -> SampleOutcome:
+    """One attempt of spec's method on its task with `evaluator` (leka.bench.runner.attempt), as an outcome:
+    "not applicable", "pending" and the run's budget running out come back as its fields, not as errors."""
+    from leka.bench.runner import attempt
+    from leka.budget import BudgetExceeded
     from leka.methods import MethodContext, MethodNotApplicable, get_method
+    from leka.remote.pending import MeasurementPending
     from leka.tasks import get_task, load_task_folder
 
     for p in spec.task_paths:
         load_task_folder(p)
-    task, method = get_task(spec.task_id), get_method(spec.method, spec.options)
-    target = evaluator.target
+    env = env or LocalEnv(evaluator, evaluator.target)
+    task = env.tasks.get(spec.task_id) or get_task(spec.task_id)
+    method = env.method if env.method is not None else get_method(spec.method, spec.options)
     applies = getattr(method, "applies", None)
-    why = applies(task, target) if applies else None
+    why = applies(task, env.target) if applies else None
     if why:
         return SampleOutcome(spec, {}, not_applicable=why)
-    ctx = MethodContext(evaluator=evaluator, budget=None, store=None, run_id=spec.run_id, options=spec.options,
-                        sample_idx=spec.sample_idx)
+    ctx = MethodContext(evaluator=evaluator, budget=env.budget, store=env.store, run_id=spec.run_id,
+                        options=spec.options, progress=env.progress, sample_idx=spec.sample_idx)
     try:
-        result = method.run(task, target, ctx)
-        if not result:
-            raise LekaError("method returned no sample")
-        rec = build_record(task, target, result[-1], spec.sample_idx)
-        inter = [build_record(task, target, s, spec.sample_idx) for s in result[:-1]]
+        if env.budget is not None:
+            env.budget.check_time()
+        rec, inter = attempt(task, env.target, method, spec.sample_idx, ctx, env.budget)
     except MethodNotApplicable as e:
         return SampleOutcome(spec, {}, not_applicable=str(e))
-    except Exception as e:  # noqa: BLE001 - a method crash is a failed sample, not a dead run
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        err = msg if isinstance(e, LekaError) else f"{type(e).__name__}: {msg}"
-        rec, inter = failed_record(task, target, spec.method, spec.sample_idx, err[:2000], None), []
+    except MeasurementPending:
+        return SampleOutcome(spec, {}, pending=True)
+    except BudgetExceeded as e:
+        return SampleOutcome(spec, {}, stopped=f"budget: {e}")
     rec["where"] = {**placed, "device": f"rpc {spec.rpc}"} if spec.rpc else placed
     return SampleOutcome(spec, rec, inter)
 
@@ -171,12 +191,15 @@ def sample_job(spec_json: dict[str, Any], ctx: JobContext) -> dict[str, Any]:
     """The job of one benchmark sample. A board's session (--rpc) is not held between the tasks of a Ray
     worker: other workers queue for that board."""
     spec = SampleSpec.from_json(spec_json)
-    if spec.rpc and ctx.where.get("executor") != "local":
+    if ctx.env is not None:  # in the driver's process: its evaluator, budget and method
+        out = run_sample(spec, ctx.env.evaluator, ctx.where, ctx.env)
+    elif spec.rpc and ctx.where.get("executor") != "local":
         with make_evaluator(spec) as ev:
             out = run_sample(spec, ev, ctx.where)
     else:
         out = run_sample(spec, EVALUATORS.get(spec), ctx.where)
-    return {"record": out.record, "candidates": out.candidates, "not_applicable": out.not_applicable}
+    return {"record": out.record, "candidates": out.candidates, "not_applicable": out.not_applicable,
+            "pending": out.pending, "stopped": out.stopped}
 
 
 def needs_gpu(target_spec: Any) -> bool:
@@ -197,7 +220,8 @@ def run_samples(executor: Executor, specs: Iterable[SampleSpec],
         if d.error is not None:
             yield crashed_outcome(spec, d.error, executor.name)
         else:
-            yield SampleOutcome(spec, d.value["record"], d.value["candidates"], d.value["not_applicable"])
+            v = d.value
+            yield SampleOutcome(spec, v["record"], v["candidates"], v["not_applicable"], v["pending"], v["stopped"])
 
 
 def crashed_outcome(spec: SampleSpec, error: str, executor: str) -> SampleOutcome:

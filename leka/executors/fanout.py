@@ -61,6 +61,8 @@ def run_fanouts(store: Any, runs: Sequence[FanoutRun], executor: Executor, *,
             out = outs[o.spec.run_id]
             if o.not_applicable is not None:
                 out.not_applicable[o.spec.task_id] = o.not_applicable
+            elif o.pending or o.stopped:  # no run budget or remote round crosses an executor: never expected here
+                raise RuntimeError(f"sample {o.spec.job_key()} came back {o.stopped or 'pending'} from {executor.name}")
             else:
                 store.add_sample(o.spec.run_id, o.record, candidates=o.candidates,
                                  measurements=measurement_rows(o.record))

@@ -117,9 +117,9 @@ class RayExecutor:
         try:
             d = self._ray.get(ref)
         except Exception as e:  # noqa: BLE001 - a lost node or dead worker fails this job only
-            from leka.evaluator.worker import one_line
+            from leka.errors import error_line
 
-            return JobDone(job, error=f"ray task failed: {one_line(e)}")
+            return JobDone(job, error=f"ray task failed: {error_line(e)}")
         return JobDone(job, d["value"], where=d["where"])
 
     def run(self, specs: Iterable[SampleSpec], on_event: EventSink | None = None) -> Iterator[SampleOutcome]:

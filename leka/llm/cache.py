@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from leka.llm.errors import LLMConfigError
+from leka.storage import StoreError, leka_home, open_db
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS llm_cache (
@@ -30,21 +30,16 @@ CREATE TABLE IF NOT EXISTS llm_cache (
 
 def default_cache_path() -> Path:
     """.leka/llm_cache.sqlite in the current directory; LEKA_HOME replaces the .leka folder."""
-    return Path(os.environ.get("LEKA_HOME") or ".leka") / "llm_cache.sqlite"
+    return leka_home() / "llm_cache.sqlite"
 
 
 class ResponseCache:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path) if path is not None else default_cache_path()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            # One connection shared across threads, serialised by our lock.
-            self._db = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(_SCHEMA)
-            self._db.commit()
-        except (OSError, sqlite3.Error) as e:
-            raise LLMConfigError(f"cannot open LLM cache {self.path}: {e}") from None
+        try:  # one connection shared across threads, serialised by our lock
+            self._db = open_db(self.path, _SCHEMA, what="LLM response cache", threads=True)
+        except StoreError as e:
+            raise LLMConfigError(str(e)) from None
         self._lock = threading.Lock()
 
     def get(self, prompt_hash: str) -> dict[str, Any] | None:

@@ -1,9 +1,10 @@
 """LLM errors. All are LekaError subclasses so the CLI prints them as one line."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from leka.errors import LekaError
+from leka.errors import one_line as one_line  # noqa: F401 - the one definition; LLM code imports it from here
 
 if TYPE_CHECKING:
     from leka.llm.base import Completion
@@ -40,9 +41,3 @@ class LLMReplyError(LLMError):
 
 class ReplayError(LLMError):
     """A transcript cannot be replayed: missing/malformed file, or no recorded reply for a prompt."""
-
-
-def one_line(exc: BaseException | Any, limit: int = 300) -> str:
-    """A single line of an exception's message, for error messages and transcripts."""
-    text = " ".join(str(exc).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -5,7 +5,7 @@ deduplicated by structural hash) -> profile (share of the end-to-end time, budge
 registered method per task, through the evaluator; winners kept in the tuning db) -> build (the model
 rebuilt with the winners, in a separate process) -> verify (against ONNX Runtime) -> artifact (OUT/).
 """
-from leka.errors import LekaError
+from leka.errors import ExitCode, LekaError
 
 
 class OptimizeError(LekaError):
@@ -15,7 +15,7 @@ class OptimizeError(LekaError):
 class VerificationError(LekaError):
     """The optimised build disagrees with ONNX Runtime: nothing is written as a success."""
 
-    exit_code = 1
+    exit_code = ExitCode.FAILED
 
 
 __all__ = ["OptimizeError", "VerificationError"]

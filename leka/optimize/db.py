@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from leka.storage import leka_home, open_db
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS winners (
   kernel_key TEXT NOT NULL, target_key TEXT NOT NULL, task_id TEXT NOT NULL, source TEXT,
@@ -41,8 +43,6 @@ class Winner:
 
 
 def default_db_path() -> Path:
-    from leka.agent.trace import leka_home
-
     return leka_home() / "tuning.db"
 
 
@@ -53,10 +53,8 @@ def target_key(preset: Any) -> str:
 
 class TuningDB:
     def __init__(self, path: str | Path | None = None) -> None:
-        from leka.bench.store import connect
-
         self.path = Path(path) if path else default_db_path()
-        self._db = connect(self.path, SCHEMA)
+        self._db = open_db(self.path, SCHEMA, what="tuning database", rows=True)
 
     def close(self) -> None:
         self._db.close()

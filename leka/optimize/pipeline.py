@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from . import OptimizeError, VerificationError
+from . import OptimizeError
 from .artifact import FORMAT, LIBRARY, MANIFEST, check_out, staging
 from .db import TuningDB, Winner, target_key
-from .extract import KernelSpec, kernel_specs, make_task
+from .extract import kernel_specs, make_task
 from .importer import LoadedModel, import_model, parse_shapes
 from .profile import KernelProfile, profile, split_budget
 from .remote import REMOTE_STEPS
@@ -43,7 +43,7 @@ class OptimizeOptions:
     rpc: str | None = None  # TRACKER_HOST:PORT:KEY: kernels are measured on that remote device
     executor: Any = None  # a leka.executors executor (Ray): one job per kernel; None: --jobs local processes
     remote: bool = False  # kernels tuned by runs measured on a remote host, in rounds (optimize/remote.py)
-    remote_store: str | None = None  # the pending-measurement store (default leka.remote.pending.DEFAULT_STORE)
+    remote_store: str | None = None  # the pending-measurement store (default leka.remote.pending.default_pending_path())
     remote_steps: int = REMOTE_STEPS  # search steps (remote rounds) per kernel run; finalize's re-measure is one more
     remote_stop: bool = False  # end the waiting remote runs now with their best device-verified candidate
 
@@ -115,9 +115,9 @@ def _check_remote(opts: OptimizeOptions, preset: Any) -> None:
     if opts.remote_steps < 1:
         raise OptimizeError("--remote-steps must be >= 1")
     if opts.remote_store is None:
-        from leka.remote.pending import DEFAULT_STORE
+        from leka.remote.pending import default_pending_path
 
-        opts.remote_store = str(DEFAULT_STORE)
+        opts.remote_store = str(default_pending_path())
 
 
 def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_id: str, db: TuningDB,

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from leka.remote.loop import REMOTE_K, REMOTE_STEPS
+from leka.remote.loop import REMOTE_K, REMOTE_STEPS  # noqa: F401 - REMOTE_STEPS: for the CLI and pipeline
 
 from .db import TuningDB, Winner, target_key
 from .extract import spec_data
@@ -149,6 +149,6 @@ def next_steps(w: RemoteWaiting, model_cmd: str) -> list[str]:
 
 
 def _default_store() -> str:
-    from leka.remote.pending import DEFAULT_STORE
+    from leka.remote.pending import default_pending_path
 
-    return str(DEFAULT_STORE)
+    return str(default_pending_path())

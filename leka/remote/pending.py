@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from leka.errors import LekaError
+from leka.storage import leka_home, open_db
 
 PENDING = "pending"
 _SCHEMA = """
@@ -27,7 +27,11 @@ CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, options_json TEXT, stat
 CREATE TABLE IF NOT EXISTS tasks(task_id TEXT PRIMARY KEY, factory TEXT, data_json TEXT);
 CREATE TABLE IF NOT EXISTS links(owner TEXT, task_id TEXT, run_id TEXT, PRIMARY KEY(owner, task_id));
 """
-DEFAULT_STORE = Path(".leka") / "remote" / "pending.sqlite"
+
+
+def default_pending_path() -> Path:
+    """remote/pending.sqlite in the .leka folder (or $LEKA_HOME)."""
+    return leka_home() / "remote" / "pending.sqlite"
 
 
 class MeasurementPending(LekaError):
@@ -45,9 +49,7 @@ def measurement_key(task: str, target: str, baseline: str, source: str, salt: st
 class PendingStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.executescript(_SCHEMA)
+        self._db = open_db(self.path, _SCHEMA, what="pending-measurement store", threads=True)
 
     def close(self) -> None:
         self._db.close()

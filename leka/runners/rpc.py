@@ -18,19 +18,14 @@ import hashlib
 import socket
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from leka.errors import LekaError
+from leka.errors import LekaError, error_line
 
 from .base import check_arrays
-
-
-def one_line(e: BaseException) -> str:
-    from leka.evaluator.worker import one_line as worker_line  # TVM errors: the informative line
-
-    return worker_line(e)
 
 
 class RPCError(LekaError):
@@ -63,7 +58,7 @@ def tracker_keys(spec: RPCSpec, timeout_s: float = 5.0) -> dict[str, int]:
         socket.create_connection((spec.host, spec.port), timeout=timeout_s).close()
         summary = rpc.connect_tracker(spec.host, spec.port).summary()
     except Exception as e:  # noqa: BLE001 - refused, unreachable, not a tracker: one line
-        raise RPCError(f"RPC tracker {spec.host}:{spec.port} does not answer ({one_line(e)})") from None
+        raise RPCError(f"RPC tracker {spec.host}:{spec.port} does not answer ({error_line(e)})") from None
     free: dict[str, int] = {}
     for srv in summary.get("server_info", []):
         k = str(srv.get("key", "")).split(":")[-1]
@@ -90,7 +85,7 @@ def connect(spec: RPCSpec, session_timeout_s: float = 0) -> Any:
         return rpc.connect_tracker(spec.host, spec.port).request(spec.key, priority=1,
                                                                  session_timeout=session_timeout_s, max_retry=2)
     except Exception as e:  # noqa: BLE001
-        raise RPCError(f"RPC session for key {spec.key!r} failed: {one_line(e)}") from None
+        raise RPCError(f"RPC session for key {spec.key!r} failed: {error_line(e)}") from None
 
 
 
@@ -181,14 +176,13 @@ class RPCLoaded:
         return float(timer(*self.tensors).mean)
 
 
-def farm_path() -> "Path":
+def farm_path() -> Path:
     """The farm config: $LEKA_FARM, else farm.json in the .leka folder (LEKA_HOME overrides it)."""
     import os
-    from pathlib import Path
 
-    from leka.bench.store import default_store_path
+    from leka.storage import leka_home
 
-    return Path(os.environ.get("LEKA_FARM") or default_store_path().parent / "farm.json")
+    return Path(os.environ.get("LEKA_FARM") or leka_home() / "farm.json")
 
 
 def farm_rpc(target_name: str) -> str | None:

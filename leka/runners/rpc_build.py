@@ -19,7 +19,8 @@ import numpy as np
 
 def build_library(req: dict[str, Any]) -> dict[str, Any]:
     from leka.compiler import build
-    from leka.evaluator.worker import _check_signature, _parse, _Stage, one_line
+    from leka.errors import error_line
+    from leka.evaluator.worker import _check_signature, _parse, _Stage
     from leka.targets import get_target
 
     t0 = time.perf_counter()
@@ -30,7 +31,7 @@ def build_library(req: dict[str, Any]) -> dict[str, Any]:
     try:
         art = build(mod, target)
     except Exception as e:
-        raise _Stage("build", one_line(e)) from None
+        raise _Stage("build", error_line(e)) from None
     lib = _library_bytes(art, target)
     return {"ok": True, "lib": lib, "suffix": ".so", "entry": art.entry, "params": [list(p) for p in art.params],
             "family": art.family, "compile_s": time.perf_counter() - t0, "build_s": art.compile_s,
@@ -39,13 +40,14 @@ def build_library(req: dict[str, Any]) -> dict[str, Any]:
 
 def _library_bytes(art: Any, target: Any) -> np.ndarray:
     """The artifact exported as a shared library for the board (cross-linked for Arm boards), as bytes."""
-    from leka.evaluator.worker import _Stage, one_line
+    from leka.errors import error_line
+    from leka.evaluator.worker import _Stage
 
     with tempfile.TemporaryDirectory() as d:
         try:
             path = art.export(os.path.join(d, "lib.so"))
         except Exception as e:
-            raise _Stage("export", one_line(e)) from None
+            raise _Stage("export", error_line(e)) from None
         if path.suffix != ".so":  # a cross target without its linker: an object file only
             raise _Stage("export", "; ".join(art.notes) or f"no library for {target.name}")
         return np.frombuffer(path.read_bytes(), dtype=np.uint8)
@@ -57,7 +59,8 @@ def build_timing(req: dict[str, Any]) -> dict[str, Any]:
     import tvm
 
     from leka.compiler.backends.base import make_artifact, tvm_target
-    from leka.evaluator.worker import _Stage, one_line
+    from leka.errors import error_line
+    from leka.evaluator.worker import _Stage
     from leka.targets import get_target
 
     from .rpc_timing import timing_module
@@ -66,7 +69,7 @@ def build_timing(req: dict[str, Any]) -> dict[str, Any]:
     try:
         ex = tvm.compile(timing_module(req["params"], req["outputs"], req["entry"]), target=tvm_target(target))
     except Exception as e:
-        raise _Stage("timing", f"timing library: {one_line(e)}") from None
+        raise _Stage("timing", f"timing library: {error_line(e)}") from None
     art = make_artifact(target, source_kind="llvm-ir", source="", asm=None, compile_s=0.0, binary_bytes=0,
                         allocations=[], kernels=[], params=[], executable=ex)
     return {"ok": True, "lib": _library_bytes(art, target)}

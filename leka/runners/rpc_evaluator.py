@@ -14,10 +14,11 @@ import sys
 import time
 from typing import Any
 
+from leka.errors import error_line
 from leka.evaluator import EvalConfig, Evaluator
 from leka.evaluator.pool import Worker, WorkerFault
 
-from .rpc import RPCError, RPCLoaded, RPCSpec, one_line, release_session, shared_session
+from .rpc import RPCError, RPCLoaded, RPCSpec, release_session, shared_session
 from .rpc_timing import signature_key
 
 
@@ -96,7 +97,7 @@ class RPCDevice:
             return {"ok": False, "kind": "runtime_error", "stage": op, "error": "not loaded on the remote device"}
         except Exception as e:  # noqa: BLE001 - TVM RPC errors: the session is gone or the kernel failed there
             self._drop_session()
-            raise WorkerFault("crash", f"remote device {self.spec}: {one_line(e)}") from None
+            raise WorkerFault("crash", f"remote device {self.spec}: {error_line(e)}") from None
         # The board's time_evaluator reports kernel time; this side's wall clock also holds every RPC round
         # trip, so the wall-clock plausibility check of local workers does not apply (docs/evaluator.md).
         self.last_request_s = None if op == "time" else time.perf_counter() - t0
@@ -121,7 +122,7 @@ class RPCDevice:
             raise WorkerFault("crash", str(e)) from None
         except Exception as e:  # noqa: BLE001
             self._drop_session()
-            raise WorkerFault("crash", f"remote device {self.spec}: load failed: {one_line(e)}") from None
+            raise WorkerFault("crash", f"remote device {self.spec}: load failed: {error_line(e)}") from None
         info = {k: reply.get(k) for k in ("compile_s", "build_s", "binary_bytes", "source_kind")}
         info.update(build_only=False, remote=str(self.spec))
         self.loaded[key] = _Loaded(exe, info)

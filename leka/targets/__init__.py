@@ -14,7 +14,7 @@ from typing import Any
 
 from leka.errors import UnknownTargetError
 
-from .detect import detect_cuda, detect_host_cpu, detect_opencl, host_num_cores
+from .detect import detect_cuda, detect_host_cpu, detect_opencl
 
 FAMILIES = ("cpu", "cuda", "opencl")
 
