@@ -6,14 +6,14 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import OptimizeError, VerificationError
-from .artifact import FORMAT, LIBRARY, MANIFEST, check_out, staging
+from .artifact import CHECK_EXPECTED, CHECK_INPUTS, FORMAT, LIBRARY, MANIFEST, check_out, file_digests, staging
 from .db import TuningDB, Winner, target_key
 from .extract import KernelSpec, kernel_specs, make_task
 from .importer import LoadedModel, import_model, parse_shapes
@@ -132,7 +132,8 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
     decisions: dict[str, Winner] = {}
     reusable = {p.spec.key: w for p in profs if (w := db.get(p.spec.key, tkey)) is not None}
     if reusable:
-        decisions.update(_reverify(profs, reusable, preset, db, tkey, view))
+        measure = preset.runnable and not opts.remote and not opts.rpc
+        decisions.update(_reverify(profs, reusable, preset, db, tkey, view, measure))
     for p in profs:
         if p.spec.key in decisions:
             p.budget = None
@@ -156,26 +157,51 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
 
 
 def _reverify(profs: list[KernelProfile], found: dict[str, Winner], preset: Any, db: TuningDB, tkey: str,
-              view: OptimizeView) -> dict[str, Winner]:
-    """Db entries checked again by the evaluator (correctness only: no budget is spent on them)."""
+              view: OptimizeView, measure: bool) -> dict[str, Winner]:
+    """Db entries checked again by the evaluator before use (no budget is spent on them). The db is a cache,
+    not an oracle: with `measure` (a target measurable here), a reused winner is re-measured against the
+    default kernel and must pass the winner test again (tune.is_winner), its entry then refreshed with this
+    measurement; one that does not is deleted and the kernel tuned again. A build-only target's entries are
+    checked for correctness only (and say so)."""
     from leka.evaluator import EvalConfig, Evaluator
+
+    from .tune import is_winner
 
     ok: dict[str, Winner] = {}
     by_key = {p.spec.key: p for p in profs}
-    with Evaluator(preset, EvalConfig(measure=False)) as ev:
+    with Evaluator(preset, EvalConfig(measure=measure)) as ev:
         for key, w in found.items():
             if w.source is None:
                 ok[key] = w
                 view.set(key, "db: default kept")
                 continue
-            r = ev.evaluate(make_task(by_key[key].spec, preset), w.source, measure=False)
-            if r.status in ("ok", "build_only") and (r.correct or r.status == "build_only"):
-                ok[key] = w
-                view.set(key, "db: reused", f"{w.speedup:.2f}x")
-            else:
+            r = ev.evaluate(make_task(by_key[key].spec, preset), w.source, measure=measure).to_json()
+            why = _reuse_refusal(r, measure, is_winner(r))
+            if why:
                 db.delete(key, tkey)
-                view.set(key, "queued", f"db entry failed re-verification ({r.failure}); re-tuning")
+                view.set(key, "queued", f"db entry {why}; re-tuning")
+                continue
+            if measure:
+                w = replace(w, speedup=r["speedup"], candidate_ms=r.get("candidate_ms"),
+                            baseline_ms=r.get("baseline_ms"), detail={**w.detail, "remeasured": _remeasure(r)})
+                db.put(w, tkey, refresh=True)
+            ok[key] = w
+            view.set(key, "db: reused", f"{w.speedup:.2f}x" + ("" if measure else " (not re-measured here)"))
     return ok
+
+
+def _reuse_refusal(r: dict[str, Any], measure: bool, winner: bool) -> str | None:
+    """Why a db entry is not reused, or None."""
+    if r.get("status") not in ("ok", "build_only") or not (r.get("correct") or r.get("status") == "build_only"):
+        return f"failed re-verification ({r.get('failure')})"
+    if measure and not winner:
+        return f"not faster than the default on re-measure ({r.get('speedup') or 0:.3g}x)"
+    return None
+
+
+def _remeasure(r: dict[str, Any]) -> dict[str, Any]:
+    return {"speedup": r.get("speedup"), "baseline": r.get("baseline"), "spread": r.get("spread"),
+            "baseline_spread": r.get("baseline_spread"), "rounds": r.get("rounds")}
 
 
 def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile],
@@ -183,13 +209,14 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
                      view: OptimizeView, t0: float) -> dict[str, Any]:
     from .verify import check, input_sets, ort_outputs
 
-    replace = {name: w.source for p in profs if (w := decisions.get(p.spec.key)) and w.source
-               for name in p.spec.names}
-    view.say(f"building the model for {preset.name} with {len(replace)} tuned kernel(s) ...")
+    replace_by = {name: w.source for p in profs if (w := decisions.get(p.spec.key)) and w.source
+                  for name in p.spec.names}
+    view.say(f"building the model for {preset.name} with {len(replace_by)} tuned kernel(s) ...")
     sets = input_sets(loaded, opts.verify_sets)
     expected = ort_outputs(loaded, sets, _threads(preset))
     with staging(out) as tmp:
-        result, got = _run_build_job(opts, loaded, preset, replace, sets, tmp)
+        result, got = _run_build_job(opts, loaded, preset, replace_by, sets, tmp)
+        _refuse_slower(result.get("latency"), preset)
         verification: dict[str, Any] = {"status": "not run", "why": "(build-only target: run `leka run OUT --check` "
                                                                      "on the device)"}
         if got is not None:
@@ -199,12 +226,31 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
                    for n, e in zip(loaded.outputs, expected[0])]
         manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, t0)
         manifest["outputs"] = outputs
+        manifest["digests"] = file_digests(tmp)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
         from .report import html_page, markdown
 
         (tmp / "report.md").write_text(markdown(manifest))
         (tmp / "report.html").write_text(html_page(manifest))
     return manifest
+
+
+def _refuse_slower(latency: dict[str, Any] | None, preset: Any) -> None:
+    """The whole model timed against its default build (when timed, --time > 0): a build slower beyond noise is
+    not written (the kernels' winner tests passed one by one; the model is what ships)."""
+    from .remote import baseline_for
+    from .tune import noise_floor
+
+    default = baseline_for(preset)
+    if not latency or "optimized" not in latency or default not in latency:
+        return
+    opt, base = latency["optimized"], latency[default]
+    floor = noise_floor({"rounds": min(opt["rounds"], base["rounds"]), "spread": opt["iqr_rel"],
+                         "baseline_spread": base["iqr_rel"]})
+    if opt["median_ms"] > base["median_ms"] * floor:
+        raise VerificationError(f"the optimised build is slower than the default build ({default}) beyond noise: "
+                                f"{opt['median_ms']:.4g} ms vs {base['median_ms']:.4g} ms (more than {floor:.3g}x); "
+                                "nothing written (a tuning-db entry may be stale: try a new --db)")
 
 
 def _budget_spec(opts: OptimizeOptions) -> str:
@@ -251,8 +297,8 @@ def _write_check(tmp: Path, loaded: LoadedModel, sets: list[list[np.ndarray]],
                  expected: list[list[np.ndarray]]) -> None:
     """check/: the first input set and ONNX Runtime's outputs for it (`leka run OUT --check` on a device)."""
     (tmp / "check").mkdir()
-    np.savez(tmp / "check" / "inputs.npz", **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
-    np.savez(tmp / "check" / "expected.npz", **dict(zip(loaded.outputs, expected[0])))
+    np.savez(tmp / CHECK_INPUTS, **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
+    np.savez(tmp / CHECK_EXPECTED, **dict(zip(loaded.outputs, expected[0])))
 
 
 def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile], decisions: dict[str, Winner],
