@@ -1,0 +1,52 @@
+"""The second ring (issue 21), bounds that bound: what a hostile model reply, model file or kernel can make the
+tool write, spend or crash on. Cases as in tests/adversarial (README, "Second ring")."""
+from __future__ import annotations
+
+import pytest
+
+from leka.agent.trace import TraceStore
+
+MB = 1 << 20
+
+
+def _journal(tmp_path, cap: int | None = None):
+    from baselines.common import JOURNAL_CAP_BYTES, AttemptJournal
+
+    store = TraceStore(tmp_path / "agent.sqlite")
+    return store, AttemptJournal(store, "codeloop:r.t.0", cap or JOURNAL_CAP_BYTES)
+
+
+def _store_bytes(tmp_path) -> int:
+    return sum(p.stat().st_size for p in tmp_path.glob("agent.sqlite*"))
+
+
+def test_files_written_once_are_journaled_once(tmp_path):
+    """attack: a codeloop reply of 4 x 2 MB files, then 100 tool calls (before: every call journaled every file,
+    822 MB in 32 s); expect: each file stored once (8 MB; with the WAL under 20 MB), every call replayable."""
+    store, journal = _journal(tmp_path)
+    files = {f"f{i}.py": chr(ord("a") + i) * (2 * MB) for i in range(4)}
+    for call in range(1, 101):
+        journal.put(f"tool{call}", {"reply": "ok", "files": files, "result": None})
+    assert _store_bytes(tmp_path) < 20 * MB, _store_bytes(tmp_path)  # 8 MB of files, the WAL beside it
+    assert journal.get("tool100")["files"] == files and journal.get("tool1")["reply"] == "ok"
+    store.close()
+
+
+def test_the_attempt_journal_stops_at_its_cap(tmp_path):
+    """attack: new 1 MB files on every call; expect: the journal stops at its cap and says from which call."""
+    store, journal = _journal(tmp_path, cap=4 * MB)
+    for call in range(1, 21):
+        journal.put(f"tool{call}", {"reply": "ok", "files": {"k.py": str(call) * MB}, "result": None})
+    assert _store_bytes(tmp_path) < 8 * MB
+    full = store.journal_get("codeloop:r.t.0", "journal_full")
+    assert full and full["from"].startswith("tool") and journal.get("tool20") is None
+    assert journal.get("tool1")["files"]["k.py"] == "1" * MB
+    store.close()
+
+
+def test_a_lone_surrogate_is_journaled(tmp_path):
+    """a write_file with a lone surrogate (valid JSON text from a model) is stored and read back."""
+    store, journal = _journal(tmp_path)
+    journal.put("tool1", {"reply": "ok", "files": {"k.py": "x = '\udcff'\n"}, "result": None})
+    assert journal.get("tool1")["files"]["k.py"] == "x = '\udcff'\n"
+    store.close()
