@@ -50,3 +50,37 @@ def test_a_lone_surrogate_is_journaled(tmp_path):
     journal.put("tool1", {"reply": "ok", "files": {"k.py": "x = '\udcff'\n"}, "result": None})
     assert journal.get("tool1")["files"]["k.py"] == "x = '\udcff'\n"
     store.close()
+
+
+INTRIN_PROBE = '''
+import sys, tvm
+from leka.evaluator.ir_policy import IRPolicyViolation, check_ir
+src = """
+@T.prim_func
+def main(A: T.Buffer((4,), "float32"), B: T.Buffer((4,), "float32")):
+    for i in range(4):
+        B[i] = T.call_llvm_pure_intrin("float32", T.uint32(ID), T.uint32(1), A[i])
+"""
+for ident in sys.argv[1:]:
+    try:
+        check_ir(tvm.script.from_source(src.replace("ID", ident)))
+        print(ident, "accepted")
+    except IRPolicyViolation as e:
+        print(ident, "refused:", e)
+'''
+
+
+@pytest.mark.parametrize("ident", ["100000", "16777215", "4294967295"])
+def test_out_of_range_llvm_intrinsic_id_is_refused_not_a_segfault(ident):
+    """attack: an intrinsic id past LLVM's table (before: SIGSEGV asking LLVM its name; `leka remote batch`
+    runs the check in the CLI process, exit 139 on every retry); expect: a one-line policy refusal. Run in a
+    child process, so that a crash is observed rather than suffered."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    p = subprocess.run([sys.executable, "-c", INTRIN_PROBE, ident], capture_output=True, text=True, timeout=120,
+                       cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 0, (p.returncode, p.stderr[-500:])
+    assert f"{ident} refused: LLVM intrinsic id {int(ident)} is not an intrinsic LLVM knows" in p.stdout, p.stdout
