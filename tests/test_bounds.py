@@ -84,3 +84,55 @@ def test_out_of_range_llvm_intrinsic_id_is_refused_not_a_segfault(ident):
                        cwd=root, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
     assert p.returncode == 0, (p.returncode, p.stderr[-500:])
     assert f"{ident} refused: LLVM intrinsic id {int(ident)} is not an intrinsic LLVM knows" in p.stdout, p.stdout
+
+
+def _chain_model(path, n: int):
+    """x(1,64) through n elementwise nodes: importing it takes longer the more nodes it has."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes, x = [], "x"
+    for i in range(n):
+        nodes.append(helper.make_node(("Relu", "Neg", "Abs", "Sigmoid")[i % 4], [x], [f"t{i}"]))
+        x = f"t{i}"
+    nodes[-1].output[0] = "y"
+    g = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+@pytest.mark.parametrize("nodes", [20, 5000])
+def test_budget_minutes_bound_the_whole_optimise_run(tmp_path, capsys, nodes):
+    """attack: a model whose import and profiling alone outlast --budget minutes (before: minutes=0.1 on a
+    100,000-node model ran 13.4 minutes, the limit applied to tuning only); expect: exit 2 in one line saying
+    the run does not fit, within the minutes (plus the TVM call in progress), nothing written."""
+    import time
+
+    from leka.cli.main import main
+
+    model, out = _chain_model(tmp_path / "chain.onnx", nodes), tmp_path / "a.leka"
+    t0 = time.monotonic()
+    rc = main(["optimize", str(model), "-o", str(out), "--db", str(tmp_path / "t.db"), "--method", "tvm-naive",
+               "--budget", "minutes=0.05", "--quiet"])
+    wall = time.monotonic() - t0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "does not fit this model" in err[0], err
+    assert wall < 3.0 + 5.0, wall
+    assert not out.exists()
+
+
+def test_the_clock_leaves_tuning_what_the_build_does_not_need():
+    """The tuning minutes: what is left less the build's reserve (3 compiles when timed); too little refused."""
+    from leka.optimize import OptimizeError
+    from leka.optimize.clock import WholeRun
+
+    now = [0.0]
+    clock = WholeRun(10.0, clock=lambda: now[0])
+    now[0] = 20.0  # import and profiling took 20 s
+    assert clock.tuning_minutes(20.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 64) / 60)
+    assert clock.tuning_minutes(20.0, timed=False, time_s=1.0) == pytest.approx((600 - 20 - 20) / 60)
+    now[0] = 590.0
+    with pytest.raises(OptimizeError, match="does not fit"):
+        clock.tuning_minutes(20.0, timed=False, time_s=0.0)
+    assert WholeRun(None).tuning_minutes(20.0, True, 1.0) is None

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import OptimizeError, VerificationError
 from .artifact import CHECK_EXPECTED, CHECK_INPUTS, FORMAT, LIBRARY, MANIFEST, check_out, file_digests, staging
+from .clock import WholeRun
 from .db import TuningDB, Winner, target_key
 from .extract import KernelSpec, kernel_specs, make_task
 from .importer import LoadedModel, import_model, parse_shapes
@@ -72,13 +73,9 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
         raise OptimizeError("--jobs must be >= 1")
     if opts.remote:
         _check_remote(opts, preset)
-    t0 = time.monotonic()
-    loaded, fused = import_model(opts.model, parse_shapes(opts.shapes))
-    specs = kernel_specs(fused)
-    view.say(f"imported {opts.model}: {len(loaded.model.graph.node)} ONNX nodes -> {len(specs)} distinct kernels "
-             f"({sum(s.weight for s in specs)} calls); profiling the default build on {preset.name} ...")
-    profs = profile(specs, preset)
-    whole = split_budget(profs, opts.budget)
+    clock = WholeRun(None if opts.remote else Budget.parse(opts.budget).limits.get("minutes"))
+    loaded, profs, tune_opts = _import_and_profile(opts, preset, view, clock)
+    whole = Budget.parse(opts.budget)
     if opts.remote:
         for p in profs:  # measured in rounds on the remote host: --remote-steps bounds each run, not a budget
             p.budget, p.quick, p.why_not = None, False, "remote run ended without a decision"
@@ -91,17 +88,39 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
         view.say(f"run {run_id}{' (resumed)' if resumed else ''}; tuning db {db.path}")
         view.kernels(profs)
         try:
-            decisions, waiting = _decide(profs, preset, opts, run_id, db, view)
+            decisions, waiting = _decide(profs, preset, tune_opts, run_id, db, view)
             if waiting is not None:
                 db.finish_run(run_id, "waiting-remote", {"store": waiting.store, "waiting": waiting.waiting})
                 return waiting
-            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, whole, view, t0)
+            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, whole, view, clock)
         except BaseException as e:
             db.finish_run(run_id, "failed" if not isinstance(e, KeyboardInterrupt) else "interrupted",
                           {"error": str(e)[:300]})
             raise
         db.finish_run(run_id, "done", {"out": str(out)})
     return manifest
+
+
+def _import_and_profile(opts: OptimizeOptions, preset: Any, view: OptimizeView,
+                        clock: WholeRun) -> tuple[LoadedModel, list[KernelProfile], OptimizeOptions]:
+    """The model imported and its kernels profiled, both within the run's minutes, and the options tuning runs
+    with: the minutes that remain for it once the build's reserve is kept (optimize.clock)."""
+    with clock.bounded("importing the model"):
+        loaded, fused = import_model(opts.model, parse_shapes(opts.shapes))
+        specs = kernel_specs(fused)
+    view.say(f"imported {opts.model}: {len(loaded.model.graph.node)} ONNX nodes -> {len(specs)} distinct kernels "
+             f"({sum(s.weight for s in specs)} calls); profiling the default build on {preset.name} ...")
+    with clock.bounded("profiling the default build"):
+        profs = profile(specs, preset)
+    minutes = clock.tuning_minutes(clock.elapsed(), preset.runnable and opts.time_s > 0, opts.time_s)
+    tune_opts = opts if minutes is None else replace(opts, budget=_with_minutes(opts.budget, minutes))
+    split_budget(profs, tune_opts.budget)
+    return loaded, profs, tune_opts
+
+
+def _with_minutes(spec: str | None, minutes: float) -> str:
+    parts = [p for p in (spec or "").split(",") if p.strip() and not p.strip().startswith("minutes")]
+    return ",".join([*parts, f"minutes={minutes:.6g}"])
 
 
 def _check_remote(opts: OptimizeOptions, preset: Any) -> None:
@@ -206,7 +225,7 @@ def _remeasure(r: dict[str, Any]) -> dict[str, Any]:
 
 def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile],
                      decisions: dict[str, Winner], preset: Any, run_id: str, out: Path, whole: Any,
-                     view: OptimizeView, t0: float) -> dict[str, Any]:
+                     view: OptimizeView, clock: WholeRun) -> dict[str, Any]:
     from .verify import check, input_sets, ort_outputs
 
     replace_by = {name: w.source for p in profs if (w := decisions.get(p.spec.key)) and w.source
@@ -215,7 +234,7 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
     sets = input_sets(loaded, opts.verify_sets)
     expected = ort_outputs(loaded, sets, _threads(preset))
     with staging(out) as tmp:
-        result, got = _run_build_job(opts, loaded, preset, replace_by, sets, tmp)
+        result, got = _run_build_job(opts, loaded, preset, replace_by, sets, tmp, clock)
         _refuse_slower(result.get("latency"), preset)
         verification: dict[str, Any] = {"status": "not run", "why": "(build-only target: run `leka run OUT --check` "
                                                                      "on the device)"}
@@ -224,7 +243,7 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
         _write_check(tmp, loaded, sets, expected)
         outputs = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)}
                    for n, e in zip(loaded.outputs, expected[0])]
-        manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, t0)
+        manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, clock.t0)
         manifest["outputs"] = outputs
         manifest["digests"] = file_digests(tmp)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
@@ -267,7 +286,8 @@ def _threads(preset: Any) -> int:
 
 
 def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, replace: dict[str, str],
-                   sets: list[list[np.ndarray]], tmp: Path) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
+                   sets: list[list[np.ndarray]], tmp: Path,
+                   clock: WholeRun) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
     work = tmp / ".build"
     work.mkdir()
     runnable = preset.runnable and preset.family == "cpu"
@@ -280,8 +300,13 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
            "n_sets": len(sets), "threads": _threads(preset), "time": opts.time_s > 0, "min_time_s": opts.time_s,
            "result": str(work / "result.json")}
     (work / "job.json").write_text(json.dumps(job))
-    proc = subprocess.run([sys.executable, "-m", "leka.optimize.build_job", str(work / "job.json")],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    left = clock.left_s()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "leka.optimize.build_job", str(work / "job.json")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=None if left is None else max(left, 1.0))
+    except subprocess.TimeoutExpired:
+        raise clock.over("building the model") from None
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         raise OptimizeError(f"building the optimised model failed: {lines[-1][:300] if lines else proc.returncode}")
