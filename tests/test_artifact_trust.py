@@ -16,6 +16,8 @@ import pytest
 
 from leka.cli.main import main
 
+from one_line import one_line_error
+
 
 def _tiny_model(path: Path) -> Path:
     """x(1,64) -> MatMul 64x32 -> Relu -> y: one small kernel, fast to build."""
@@ -45,11 +47,6 @@ def art(artifact, tmp_path):
     return tmp_path / "a.leka"
 
 
-def _one_line(capsys, *words: str) -> None:
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("leka: error:") and "Traceback" not in err, err
-    for w in words:
-        assert w in err, err
 
 
 def test_honest_artifact_runs_and_checks(art, capsys):
@@ -72,7 +69,7 @@ def test_swapped_library_is_refused_before_it_loads(art, capsys, tmp_path):
                    f'{{ FILE *f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(art / "model.so"), str(src)], check=True)
     assert main(["run", str(art), "--check"]) == 2
-    _one_line(capsys, "model.so", "refused before loading")
+    one_line_error(capsys, "model.so", "refused before loading")
     assert not marker.exists()
 
 
@@ -87,7 +84,7 @@ def test_edited_check_files_or_manifest_are_refused(art, capsys, edit):
     else:
         np.savez(art / edit, y=np.zeros((1, 32), np.float32))
     assert main(["run", str(art), "--check"]) == 2
-    _one_line(capsys, "sha256")
+    one_line_error(capsys, "sha256")
 
 
 def test_manifest_outputs_that_disagree_with_the_library(art, capsys):
@@ -97,7 +94,7 @@ def test_manifest_outputs_that_disagree_with_the_library(art, capsys):
     m["outputs"].append({"name": "z", "shape": [1], "dtype": "float32"})
     (art / "manifest.json").write_text(json.dumps(m))
     assert main(["run", str(art), "--check"]) == 2
-    _one_line(capsys, "output(s)", "manifest")
+    one_line_error(capsys, "output(s)", "manifest")
 
 
 def _bomb(path: Path, shape: tuple[int, ...]) -> Path:
@@ -126,7 +123,7 @@ def test_hostile_inputs_are_one_line_errors(art, capsys, tmp_path, kind, timed):
     t0 = time.perf_counter()
     assert main(["run", str(art), "--inputs", str(p), *(["--time", "3"] if timed else [])]) == 2
     assert time.perf_counter() - t0 < 30
-    _one_line(capsys, str(p))
+    one_line_error(capsys, str(p))
 
 
 # -- the tuning db ----------------------------------------------------------------------------------------------

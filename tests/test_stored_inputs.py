@@ -18,6 +18,7 @@ from leka.agent.session import TuneOptions
 from leka.bench.store import ResultStore
 from leka.cli.main import main
 
+from one_line import one_line_error
 from test_agent_fakes import FakeEvaluator, ScriptedProposer, make_context
 
 TINY = str(Path(__file__).parent / "data" / "bench_tiny_tasks.py")
@@ -49,12 +50,6 @@ def listener():
     s.close()
 
 
-def _one_line_error(capsys, *words: str) -> str:
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("leka: error:") and "Traceback" not in err, err
-    for w in words:
-        assert w in err, err
-    return err
 
 
 def _bench_run(db: Path, config: dict, method: str = "tvm-naive") -> str:
@@ -69,7 +64,7 @@ def test_bench_resume_never_imports_a_stored_task_folder(home, capsys, hostile_f
     folder, marker = hostile_folder
     rid = _bench_run(home / "r.sqlite", {"task_paths": [str(folder)]})
     assert main(["bench", "run", "--resume", rid, "--store", str(home / "r.sqlite"), "--quiet"]) == 2
-    _one_line_error(capsys, "--tasks", "never widens")
+    one_line_error(capsys, "--tasks", "never widens")
     assert not marker.exists()
 
 
@@ -79,9 +74,9 @@ def test_bench_resume_never_sends_to_a_stored_server(home, capsys, listener):
     rid = _bench_run(home / "r.sqlite", {"options": {"llm": "compat:m", "base_url": url}}, method="leka")
     argv = ["bench", "run", "--resume", rid, "--store", str(home / "r.sqlite"), "--quiet"]
     assert main(argv) == 2
-    _one_line_error(capsys, "--option llm")
+    one_line_error(capsys, "--option llm")
     assert main([*argv, "--option", "llm=compat:m"]) == 2  # the provider given, the server differs
-    _one_line_error(capsys, "--option base_url", url)
+    one_line_error(capsys, "--option base_url", url)
     assert not select.select([sock], [], [], 0.2)[0]
 
 
@@ -95,7 +90,7 @@ def test_bench_resume_with_the_same_folders_goes_on(home, capsys):
     assert main(["bench", "run", "--resume", rid, "--tasks", TINY, "--store", db, "--quiet"]) == 0
     assert "(1 already done)" in capsys.readouterr().err
     assert main(["bench", "run", "--resume", rid, "--store", db, "--quiet"]) == 2  # not given: refused
-    _one_line_error(capsys, "--tasks")
+    one_line_error(capsys, "--tasks")
 
 
 # -- tune --resume, remote ingest, trace --export ---------------------------------------------------------------
@@ -112,9 +107,9 @@ def test_tune_resume_never_imports_a_stored_task_folder(home, capsys, hostile_fo
     folder, marker = hostile_folder
     _stored_tune_run("t-evil", tasks_paths=[str(folder)])
     assert main(["tune", "--resume", "t-evil", "--quiet"]) == 2
-    _one_line_error(capsys, "--tasks")
+    one_line_error(capsys, "--tasks")
     assert main(["trace", "t-evil", "--export", str(home / "out")]) == 2  # the same folder through an export
-    _one_line_error(capsys, "--tasks")
+    one_line_error(capsys, "--tasks")
     assert not marker.exists()
 
 
@@ -124,7 +119,7 @@ def test_tune_resume_never_sends_the_key_to_a_stored_server(home, capsys, listen
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     _stored_tune_run("t-url", llm="compat:m", base_url=url)
     assert main(["tune", "--resume", "t-url", "--llm", "compat:m", "--quiet"]) == 2
-    _one_line_error(capsys, "--base-url", url)
+    one_line_error(capsys, "--base-url", url)
     assert not select.select([sock], [], [], 0.2)[0]
 
 

@@ -80,8 +80,12 @@ def connect(path: Path, schema: str) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(str(path), isolation_level=None, timeout=30)
     db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
-    db.executescript(schema)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.executescript(schema)
+    except sqlite3.DatabaseError as e:  # a truncated file, another format: bad input, in one line
+        db.close()
+        raise StoreError(f"{path}: not a usable store database ({e})") from None
     return db
 
 
