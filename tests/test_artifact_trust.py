@@ -97,6 +97,16 @@ def test_manifest_outputs_that_disagree_with_the_library(art, capsys):
     one_line_error(capsys, "output(s)", "manifest")
 
 
+@pytest.mark.parametrize("shape", [["a", 64], [1, -1], "1x64"])
+def test_malformed_manifest_inputs_are_one_line(art, capsys, shape):
+    """attack: an edited manifest whose input shape is not whole numbers; expect: exit 2, one line."""
+    m = json.loads((art / "manifest.json").read_text())
+    m["inputs"][0]["shape"] = shape
+    (art / "manifest.json").write_text(json.dumps(m))
+    assert main(["run", str(art), "--check"]) == 2
+    one_line_error(capsys, "malformed input")
+
+
 def _bomb(path: Path, shape: tuple[int, ...]) -> Path:
     """An .npz whose header declares `shape` of float32, with only a few bytes of data behind it."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf, zf.open("x.npy", "w", force_zip64=True) as f:

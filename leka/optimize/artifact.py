@@ -70,7 +70,24 @@ def load_manifest(out: str | Path) -> dict[str, Any]:
     manifest = json.loads((p / MANIFEST).read_text())
     if not isinstance(manifest.get("inputs"), list) or not isinstance(manifest.get("outputs"), list):
         raise OptimizeError(f"{p / MANIFEST}: malformed (no list of inputs or outputs)")
+    for spec in manifest["inputs"]:
+        if not _tensor_spec(spec):
+            raise OptimizeError(f"{p / MANIFEST}: malformed input {str(spec)[:80]} (name, shape of whole numbers, "
+                                "dtype)")
     return manifest
+
+
+def _tensor_spec(spec: Any) -> bool:
+    import numpy as np
+
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not isinstance(spec.get("shape"), list):
+        return False
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in spec["shape"]):
+        return False
+    try:
+        return np.dtype(str(spec.get("dtype"))).kind in "biuf"
+    except TypeError:
+        return False
 
 
 def file_digests(out: Path) -> dict[str, str]:
