@@ -95,17 +95,56 @@ def no_candidate_sample(task: Any, target: Any, options: dict[str, Any], method:
     return as_sample(result, method, proposer, budget, meta)
 
 
-class AttemptJournal:
-    """get/put of one attempt's journal entries (leka.agent.trace's agent_journal table)."""
+# What one attempt may write to the journal in all. A model's replies are input: a codeloop reply writing
+# 4 x 2 MB files on each of 100 tool calls grew the store by 822 MB in 32 s when every call journaled every file.
+JOURNAL_CAP_BYTES = 64 << 20
 
-    def __init__(self, store: Any, run_id: str) -> None:
-        self.store, self.run_id = store, run_id
+
+class AttemptJournal:
+    """get/put of one attempt's journal entries (leka.agent.trace's agent_journal table). An entry's files are
+    stored by content (`blob:<sha256>` entries, each written once; the entry keeps the digests), and the
+    attempt's journal stops growing at `cap` bytes: later calls are not journaled (a resumed attempt redoes
+    them) and the entry `journal_full` says from which call on."""
+
+    def __init__(self, store: Any, run_id: str, cap: int = JOURNAL_CAP_BYTES) -> None:
+        self.store, self.run_id, self.cap = store, run_id, cap
+        self.written = 0
+        self._blobs = {k[5:] for k in store.journal_keys(run_id) if k.startswith("blob:")}
 
     def get(self, key: str) -> Any | None:
-        return self.store.journal_get(self.run_id, key)
+        value = self.store.journal_get(self.run_id, key)
+        if isinstance(value, dict) and isinstance(value.get("file_digests"), dict):
+            files = {p: self.store.journal_get(self.run_id, f"blob:{h}") for p, h in value["file_digests"].items()}
+            if any(not isinstance(text, str) for text in files.values()):
+                return None  # a blob is missing: the call is redone
+            value = {**{k: v for k, v in value.items() if k != "file_digests"}, "files": files}
+        return value
 
     def put(self, key: str, value: Any) -> None:
+        import hashlib
+        import json
+
+        if self.written > self.cap:
+            return
+        if isinstance(value, dict) and isinstance(value.get("files"), dict):
+            digests, new = {}, {}
+            for path, text in value["files"].items():
+                digests[path] = h = hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()
+                if h not in self._blobs:
+                    new[h] = str(text)
+            value = {**{k: v for k, v in value.items() if k != "files"}, "file_digests": digests}
+        else:
+            new = {}
+        size = sum(len(t) for t in new.values()) + len(json.dumps(value, default=str))
+        if self.written + size > self.cap:
+            self.written = self.cap + 1
+            self.store.journal_put(self.run_id, "journal_full", {"from": key, "cap_bytes": self.cap})
+            return
+        for h, text in new.items():
+            self.store.journal_put(self.run_id, f"blob:{h}", text)
+            self._blobs.add(h)
         self.store.journal_put(self.run_id, key, value)
+        self.written += size
 
 
 @contextmanager

@@ -48,6 +48,16 @@ def initial_program(task: Any, target: Any) -> str:
     return CandidateIR.initial(task).to_tvmscript(target)
 
 
+def _not_utf8(args: dict[str, Any]) -> str | None:
+    """Why a write's text is not a file (a lone surrogate, which JSON can carry and UTF-8 cannot), or None."""
+    for key in ("content", "old", "new", "path"):
+        try:
+            str(args.get(key, "")).encode("utf-8")
+        except UnicodeEncodeError as e:
+            return f"'{key}' is not UTF-8 text ({e.reason} at character {e.start}); nothing written"
+    return None
+
+
 @dataclass
 class Workspace:
     """One attempt's files, its evaluations and its best measured program."""
@@ -101,6 +111,8 @@ class Workspace:
                                "facts": self.target.facts, "program": PROGRAM}, sort_keys=True)
         if name == "read_file":
             return self.files.get(path, f"error: no file {path!r}; files: {', '.join(sorted(self.files))}")
+        if name in ("write_file", "edit_file") and (bad := _not_utf8(args)):
+            return f"error: {name}: {bad}"
         if name == "write_file":
             self.files[path] = str(args.get("content", ""))
             return f"wrote {path} ({len(self.files[path])} characters)"

@@ -42,7 +42,7 @@ def test_kill_then_resume_repeats_nothing(tmp_path):
         (run_id,) = c.execute("SELECT run_id FROM runs").fetchone()
     assert 2 <= killed_at < 2 * SAMPLES
 
-    r = _leka("bench", "run", "--resume", run_id, "--quiet", "--store", str(db), timeout=300)
+    r = _leka("bench", "run", "--resume", run_id, "--tasks", TASKS, "--quiet", "--store", str(db), timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"({killed_at} already done)" in r.stderr
     with sqlite3.connect(db) as c:
@@ -53,5 +53,6 @@ def test_kill_then_resume_repeats_nothing(tmp_path):
                                             for i in range(SAMPLES)}
     assert events == ["started", "resumed", "finished"]
     # a finished run resumed again does nothing
-    r = _leka("bench", "run", "--resume", run_id[:20], "--quiet", "--store", str(db), timeout=120)
+    r = _leka("bench", "run", "--resume", run_id[:20], "--tasks", TASKS, "--quiet", "--store", str(db),
+              timeout=120)
     assert r.returncode == 0 and f"0 new samples ({2 * SAMPLES} already done)" in r.stderr

@@ -93,8 +93,8 @@ def test_killed_ray_driver_resumes_without_repeats(ray_address, tmp_path):
     assert 1 <= killed_at < 2 * samples
     with sqlite3.connect(db) as c:
         (run_id,) = c.execute("SELECT run_id FROM runs").fetchone()
-    r = _leka("bench", "run", "--resume", run_id, "--quiet", "--store", str(db), "--executor", "ray",
-              "--ray-address", ray_address)
+    r = _leka("bench", "run", "--resume", run_id, "--tasks", TASKS, "--quiet", "--store", str(db),
+              "--executor", "ray", "--ray-address", ray_address)
     assert r.returncode == 0, r.stderr
     assert f"({killed_at} already done)" in r.stderr
     keys = [x["key"] for x in _rows(db, run_id)]

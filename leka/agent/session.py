@@ -52,6 +52,17 @@ class TuneOptions:
         return cls(**{k: v for k, v in d.items() if k in cls.__dataclass_fields__})
 
 
+def resumed_options(run_id: str, stored: dict[str, Any], given: dict[str, Any]) -> TuneOptions:
+    """A stored run's options, its task folders and proposer checked against the command line's (`given`)."""
+    from leka.resume_guard import refuse_widening, resolved_paths
+
+    opts = TuneOptions.from_json(stored)
+    refuse_widening(run_id, [("--tasks", stored.get("tasks_paths"), given.get("tasks_paths")),
+                             ("--llm", opts.llm, given.get("llm")), ("--base-url", opts.base_url, given.get("base_url"))])
+    opts.tasks_paths = resolved_paths(given.get("tasks_paths"))
+    return opts
+
+
 def graph_refusal(task: Any) -> str | None:
     """Why LEKA does not tune `task` as one kernel, or None. A graph (L3) task is a Relax module of many
     fused kernels; the layered IR schedules one PrimFunc."""
@@ -142,10 +153,12 @@ def build_context(run_id: str, task: Any, target: Any, proposer: Any, evaluate: 
 
 def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: TraceStore | None = None,
          progress: Callable[[str], Progress] | None = None,
-         on_start: Callable[[str, str], None] | None = None) -> dict[str, Any]:
+         on_start: Callable[[str, str], None] | None = None, given: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run LEKA on one task (or resume run `resume`) and return the final record.
 
     progress(title) makes the display; on_start(run_id, proposer_label) is called before the first step.
+    given: on resume, the command line's tasks_paths, llm and base_url, which must equal the stored ones
+    (leka.resume_guard); none given means none.
     """
     from leka.budget import Budget
     from leka.evaluator import EvalConfig
@@ -162,7 +175,7 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
 
             raise LekaError(f"run {resume} belongs to bench run {run['options'].get('bench_run')}; "
                             "resume it with `leka bench run --resume`")
-        opts = TuneOptions.from_json(run["options"]["tune"])
+        opts = resumed_options(resume, run["options"]["tune"], given or {})
         run_id = resume
     elif opts is None:
         raise ValueError("tune() needs options or a run to resume")

@@ -7,6 +7,7 @@ A split is named `test`, `dev` (latest version) or `v1:test`. Its task order is 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ def parse_split(spec: str) -> tuple[str, str]:
     """"test" -> ("v1", "test"); "v1:dev" -> ("v1", "dev")."""
     version, sep, side = str(spec).strip().rpartition(":")
     version = version if sep else DEFAULT_VERSION
-    if side not in SIDES or not version:
+    if side not in SIDES or not re.fullmatch(r"[A-Za-z0-9_-]+", version):  # a name in SPLITS_DIR, never a path
         raise LekaError(f"split {spec!r}: expected dev or test, optionally with a version (v1:test)")
     return version, side
 

@@ -75,7 +75,9 @@ def _add_run_parser(bsub) -> None:
     q.add_argument("--base-url", help="server URL for --llm compat:MODEL; same as --option base_url=")
     q.add_argument("--trials", type=int, default=5, help="correctness trials per sample (default 5)")
     q.add_argument("--no-measure", action="store_true", help="correctness only")
-    q.add_argument("--resume", metavar="RUN", help="continue RUN: repeats no finished sample, keeps its settings")
+    q.add_argument("--resume", metavar="RUN", help="continue RUN: repeats no finished sample, keeps its settings; its task folders "
+                   "(--tasks) and proposer (--option llm/base_url) are given again as at the start, never read "
+                   "from the store")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     q.add_argument("--quiet", action="store_true", help="no progress bar")
     q.add_argument("--remote", nargs="?", const="", metavar="STORE",

@@ -58,11 +58,16 @@ def cmd_run(args) -> int:
 
 
 def _resume_spec(store: Any, args) -> _RunSpec:
+    from leka.resume_guard import refuse_widening, resolved_paths
     from leka.tasks import get_task, load_task_folder
 
     run = store.get_run(args.resume)
     cfg = run["config"]
-    for p in cfg.get("task_paths", []):
+    given = _parse_options(args.option)
+    stored = cfg.get("options") if isinstance(cfg.get("options"), dict) else {}
+    refuse_widening(run["run_id"], [("--tasks", cfg.get("task_paths"), args.tasks)]
+                    + [(f"--option {k}", stored.get(k), given.get(k)) for k in ("llm", "base_url")])
+    for p in resolved_paths(args.tasks):  # the command line's folders, equal to the stored ones
         load_task_folder(p)
     spec = _RunSpec(run["run_id"], [get_task(i) for i in cfg["task_ids"]], run["method"], cfg["target_spec"],
                     cfg["samples"], cfg["options"], cfg["budget"], cfg["trials"], cfg["measure"], cfg.get("rpc"),
@@ -98,9 +103,10 @@ def _new_spec(args) -> _RunSpec:
 
 def _create_run(store: Any, args, spec: _RunSpec, target: Any) -> str:
     from leka.evaluator import versions
+    from leka.resume_guard import resolved_paths
 
     spec.cfg = {"selection": spec.selection.to_json(), "task_ids": [t.id for t in spec.tasks],
-                "task_paths": args.tasks, "target_spec": spec.target_spec, "target": target.to_json(),
+                "task_paths": resolved_paths(args.tasks), "target_spec": spec.target_spec, "target": target.to_json(),
                 "samples": spec.samples, "options": spec.options, "budget": spec.budget, "trials": spec.trials,
                 "measure": spec.measure, "argv": sys.argv[1:]}
     if spec.rpc:

@@ -89,7 +89,7 @@ def run(args) -> int:
     from leka.optimize.remote import RemoteWaiting, next_steps
 
     if isinstance(manifest, RemoteWaiting):
-        print("\n".join(next_steps(manifest, _again(args))))
+        print("\n".join(next_steps(manifest, _again(args), _proposer_flags(args))))
         return 0
 
     out = args.out or default_out(args.model)
@@ -112,6 +112,14 @@ def _remote_options(args) -> dict:
         raise LekaError("--remote-store, --remote-steps and --remote-stop go with --remote")
     return {"remote": args.remote, "remote_store": args.remote_store, "remote_stop": args.remote_stop,
             "remote_steps": REMOTE_STEPS if args.remote_steps is None else args.remote_steps}
+
+
+def _proposer_flags(args) -> str:
+    """--llm/--base-url as given: `leka remote ingest` resumes the runs with the proposer its command line names."""
+    import shlex
+
+    return "".join(f" {flag} {shlex.quote(v)}" for flag, v in (("--llm", args.llm), ("--base-url", args.base_url))
+                   if v)
 
 
 def _again(args) -> str:

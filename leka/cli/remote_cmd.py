@@ -34,6 +34,10 @@ def register(sub) -> None:
     i = s.add_parser("ingest", help="read a round's results and resume the paused runs")
     i.add_argument("jobs")
     i.add_argument("--no-resume", action="store_true")
+    i.add_argument("--llm", metavar="PROVIDER:MODEL", help="the proposer the paused runs were started with")
+    i.add_argument("--base-url", help="its server, as the paused runs were started with")
+    i.add_argument("--tasks", action="append", default=[], metavar="PATH",
+                   help="user task folders of the paused runs, as they were started with (never read from the store)")
     s.add_parser("status", help="runs, rounds and open requests")
     p.set_defaults(func=run)
 
@@ -57,7 +61,8 @@ def run(args) -> int:
     elif args.remote_cmd == "ingest":
         print(json.dumps(rounds.ingest(store, args.jobs)))
         if not args.no_resume:
-            for rid, final in loop.resume_all(store).items():
+            given = {"tasks_paths": args.tasks, "llm": args.llm, "base_url": args.base_url}
+            for rid, final in loop.resume_all(store, given).items():
                 print(f"{rid}: " + ("paused" if final is None else f"done, speedup {final.get('speedup')}"))
     else:
         print(json.dumps({"runs": store.runs(), "rounds": store.rounds(), "open": len(store.open_requests())},

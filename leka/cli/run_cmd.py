@@ -32,17 +32,16 @@ def run(args) -> int:
     if args.check:
         errs = check_against_expected(art, args.out)
         print("check passed: " + ", ".join(f"{k} max abs error {v:.3g}" for k, v in errs.items()))
+    arrays = art.read_inputs(args.inputs) if args.inputs else None
     if args.time > 0:
         from pathlib import Path
 
-        arrays = dict(np.load(args.inputs if args.inputs else Path(args.out) / "check" / "inputs.npz"))
-        print(f"median latency {art.median_ms(arrays, args.time):.4g} ms over {args.time} runs "
+        from leka.optimize.artifact import CHECK_INPUTS
+
+        timed = arrays if arrays is not None else art.read_inputs(Path(args.out) / CHECK_INPUTS, "check file")
+        print(f"median latency {art.median_ms(timed, args.time):.4g} ms over {args.time} runs "
               f"({art.manifest['target']['name']}, device {art.dev})")
-    if args.inputs:
-        try:
-            arrays = dict(np.load(args.inputs))
-        except (OSError, ValueError) as e:
-            raise LekaError(f"--inputs {args.inputs}: cannot read it as .npz ({type(e).__name__})") from None
+    if arrays is not None:
         outs = art.run(arrays)
         if args.outputs:
             np.savez(args.outputs, **outs)

@@ -27,6 +27,9 @@ def register(sub) -> None:
     p.add_argument("--steps", action="store_true", help="also show every proposal of every step")
     p.add_argument("--export", metavar="DIR", help="write every accepted decision's kernel (and best.py) as "
                                                   "TVMScript files with their `# leka:` header")
+    p.add_argument("--tasks", action="append", default=[], metavar="PATH",
+                   help="with --export: the run's user task folders, as given to `leka tune` (never read from "
+                        "the store)")
     p.add_argument("--json", action="store_true", help="print the trace as JSON")
     add_output_flags(p)
     p.set_defaults(func=run)
@@ -50,7 +53,7 @@ def run(args) -> int:
 
     contrib = kernel_credit(contributions(steps), irs, best_ir)
     if args.export:
-        _export(run_rec, irs, Path(args.export))
+        _export(run_rec, irs, Path(args.export), args.tasks)
     if args.json:
         final = {k: v for k, v in (run_rec.get("final") or {}).items() if k not in ("best_ir", "eval")}
         print(json.dumps({"run": dict(run_rec, final=final or None), "contributions": contrib,
@@ -170,17 +173,18 @@ STEP_COLS = [Col("step", "num"), Col("layer", "id"), Col("#", "num"), Col("resul
              Col("route", "id")]
 
 
-def _export(run_rec: dict[str, Any], irs: list[dict[str, Any]], out: Path) -> None:
+def _export(run_rec: dict[str, Any], irs: list[dict[str, Any]], out: Path, tasks_paths: list[str]) -> None:
     """Every accepted decision's kernel as a candidate file, plus best.py (the final kernel)."""
     import sys
 
     from leka.kernel_export import ir_script, safe_name, write_kernel
+    from leka.resume_guard import refuse_widening
     from leka.targets import get_target
     from leka.tasks import all_tasks, get_task
 
     opts = run_rec["options"].get("tune") or {}
-    if opts.get("tasks_paths"):
-        all_tasks(opts["tasks_paths"])
+    refuse_widening(run_rec["run_id"], [("--tasks", opts.get("tasks_paths"), tasks_paths)])
+    all_tasks(tasks_paths)
     spec = opts.get("target") or run_rec["target"]
     task, target = get_task(run_rec["task"]), get_target(spec)
     written = []

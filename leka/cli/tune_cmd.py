@@ -41,7 +41,8 @@ def register(sub) -> None:
                    help="wall-clock bound of the whole run, finalize included (default: the budget's minutes "
                         "+ 60 s, else 1800 s)")
     p.add_argument("--tasks", action="append", default=[], metavar="PATH", help="extra user task file/folder")
-    p.add_argument("--resume", metavar="RUN", help="continue run RUN from its last checkpoint")
+    p.add_argument("--resume", metavar="RUN", help="continue run RUN from its last checkpoint (give --tasks, --llm "
+                   "and --base-url again as at its start: they are never read from the store)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the best kernel as TVMScript with its `# leka:` header (`leka eval FILE` re-checks it)")
     p.add_argument("--export-lib", metavar="FILE", help="build the best kernel for the target into a library (.so)")
@@ -56,6 +57,7 @@ def _options(args):
     from leka.agent.session import TuneOptions
     from leka.agent.state import Policy
     from leka.errors import LekaError
+    from leka.resume_guard import resolved_paths
 
     if not args.task:
         raise LekaError("give a TASK_ID, or --resume RUN")
@@ -73,7 +75,7 @@ def _options(args):
                     max_retries=args.max_retries, max_steps=args.max_steps, control=not args.no_control,
                     layers=args.layers, **({"history_len": 0} if args.no_feedback else {}))
     return TuneOptions(task_id=args.task, target=args.target, llm=args.llm, base_url=args.base_url,
-                       budget=args.budget, policy=policy, trials=args.trials, tasks_paths=list(args.tasks),
+                       budget=args.budget, policy=policy, trials=args.trials, tasks_paths=resolved_paths(args.tasks),
                        step_limit_s=args.step_limit, task_limit_s=args.task_limit, rpc=args.rpc)
 
 
@@ -98,7 +100,8 @@ def run(args) -> int:
     def on_start(run_id: str, label: str) -> None:
         print(f"leka tune: run {run_id}, proposer {label}", file=sys.stderr, flush=True)
 
-    final = tune(opts, resume=args.resume, progress=progress, on_start=on_start)
+    given = {"tasks_paths": args.tasks, "llm": args.llm, "base_url": args.base_url}
+    final = tune(opts, resume=args.resume, progress=progress, on_start=on_start, given=given)
     if args.json:
         out = {k: v for k, v in final.items() if k not in ("best_ir", "eval")}
         print(json.dumps(out, indent=2, default=str))

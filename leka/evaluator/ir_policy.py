@@ -20,6 +20,7 @@ kernel that corrupts memory is the sandbox's job, not this policy's.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from leka.errors import LekaError
@@ -143,10 +144,26 @@ def _check_extern(call: Any) -> None:
             raise IRPolicyViolation(f"extern call '{fname}' with a pointer or string argument is not allowed")
 
 
+# Intrinsics late in LLVM's id order (targets sort alphabetically, xcore last): ids from 1 to the largest of
+# theirs are in LLVM's name table. Asking LLVM the name of an id past its table reads out of bounds (SIGSEGV:
+# `leka remote batch` runs this check in the CLI process), so an id is checked against this range first.
+_LATE_INTRINSICS = ("llvm.xcore.zext", "llvm.x86.xtest", "llvm.x86.avx512.vpdpbusd.512", "llvm.fma")
+
+
+@functools.lru_cache(maxsize=1)
+def _last_intrinsic_id() -> int:
+    import tvm
+
+    return max(int(tvm.target.codegen.llvm_lookup_intrinsic_id(n)) for n in _LATE_INTRINSICS)
+
+
 def _check_llvm_intrinsic(call: Any) -> None:
     import tvm
 
     first = call.args[0] if len(call.args) else None
+    if isinstance(first, tvm.tirx.IntImm) and not 1 <= int(first.value) <= _last_intrinsic_id():
+        raise IRPolicyViolation(f"LLVM intrinsic id {int(first.value)} is not an intrinsic LLVM knows "
+                                f"(ids 1-{_last_intrinsic_id()})")
     try:
         iname = str(tvm.target.codegen.llvm_get_intrinsic_name(int(first.value))) \
             if isinstance(first, tvm.tirx.IntImm) else str(getattr(first, "value", first))

@@ -113,6 +113,12 @@ def _int(where: str, value: Any, low: int) -> int:
     return value
 
 
+def _levels(path: Path, raw: Any) -> tuple[int, ...]:
+    if not isinstance(raw, list) or not raw or any(v not in (1, 2, 3) or isinstance(v, bool) for v in raw):
+        raise ConfigError(f"{path}: levels must be a list of 1, 2 and/or 3, got {raw!r}")
+    return tuple(raw)
+
+
 def _methods(path: Path, raw: Any) -> tuple[MethodEntry, ...]:
     if not isinstance(raw, list) or not raw:
         raise ConfigError(f"{path}: needs at least one [[method]] entry")
@@ -176,7 +182,7 @@ def load_config(path: str | Path) -> ExperimentConfig:
     cfg = ExperimentConfig(
         name=name, split=str(raw["split"]), targets=tuple(map(str, targets)), methods=_methods(path, raw.get("method")),
         budget=str(raw.get("budget", "")), run_budget=str(raw.get("run_budget", "")),
-        levels=tuple(raw.get("levels", (1, 2))),
+        levels=_levels(path, raw.get("levels", [1, 2])),
         limit=_int(f"{path}: limit", raw["limit"], 1) if raw.get("limit") is not None else None,
         samples=_int(f"{path}: samples", raw.get("samples", 1), 1), trials=_int(f"{path}: trials", raw.get("trials", 3), 1),
         tuning=_tuning(path, raw.get("prompt_tuning")), path=str(path))

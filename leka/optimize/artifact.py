@@ -2,7 +2,8 @@
 
 OUT holds model.so (the Relax VM executable from export_library), manifest.json, report.md and
 report.html, and check/ (inputs and ONNX Runtime's outputs, so a device can verify the build where it
-runs). Everything is written to a temporary sibling directory and renamed into place at the end; an OUT
+runs). The manifest records the sha256 of model.so and of the check files; `leka run` verifies them before
+it loads anything. Everything is written to a temporary sibling directory and renamed into place at the end; an OUT
 that exists must be a previous leka artifact (it is then replaced), anything else is refused.
 """
 from __future__ import annotations
@@ -20,6 +21,8 @@ from . import OptimizeError
 MANIFEST = "manifest.json"
 LIBRARY = "model.so"
 FORMAT = "leka-optimized-model/1"
+CHECK_INPUTS, CHECK_EXPECTED = "check/inputs.npz", "check/expected.npz"
+SIGNED = (LIBRARY, CHECK_INPUTS, CHECK_EXPECTED)  # files whose sha256 the manifest records ("digests")
 
 
 def is_artifact(path: Path) -> bool:
@@ -64,4 +67,47 @@ def load_manifest(out: str | Path) -> dict[str, Any]:
     if not is_artifact(p):
         raise OptimizeError(f"{out} is not a leka artifact (no {MANIFEST} of format {FORMAT}); "
                             "make one with `leka optimize MODEL -o OUT`")
-    return json.loads((p / MANIFEST).read_text())
+    manifest = json.loads((p / MANIFEST).read_text())
+    if not isinstance(manifest.get("inputs"), list) or not isinstance(manifest.get("outputs"), list):
+        raise OptimizeError(f"{p / MANIFEST}: malformed (no list of inputs or outputs)")
+    for spec in manifest["inputs"]:
+        if not _tensor_spec(spec):
+            raise OptimizeError(f"{p / MANIFEST}: malformed input {str(spec)[:80]} (name, shape of whole numbers, "
+                                "dtype)")
+    return manifest
+
+
+def _tensor_spec(spec: Any) -> bool:
+    import numpy as np
+
+    if not isinstance(spec, dict) or not isinstance(spec.get("name"), str) or not isinstance(spec.get("shape"), list):
+        return False
+    if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in spec["shape"]):
+        return False
+    try:
+        return np.dtype(str(spec.get("dtype"))).kind in "biuf"
+    except TypeError:
+        return False
+
+
+def file_digests(out: Path) -> dict[str, str]:
+    """sha256 of every file `leka run` reads (the library and the check files), for the manifest."""
+    from leka.outside_files import sha256_file
+
+    return {name: sha256_file(out / name) for name in SIGNED}
+
+
+def verify_digests(out: str | Path, manifest: dict[str, Any]) -> None:
+    """Refuse, in one line and before anything is loaded, a file that is not the one the manifest records
+    (a swapped model.so would run its constructor at load)."""
+    from leka.outside_files import sha256_file
+
+    digests = manifest.get("digests")
+    if not isinstance(digests, dict) or set(digests) != set(SIGNED):
+        raise OptimizeError(f"{out}: the manifest records no sha256 of {', '.join(SIGNED)} (made before digests, "
+                            "or edited): rebuild it with `leka optimize`")
+    for name in SIGNED:
+        path = Path(out) / name
+        if not path.is_file() or sha256_file(path) != digests[name]:
+            raise OptimizeError(f"{path}: not the file the manifest records (sha256 differs or the file is "
+                                "missing); refused before loading")

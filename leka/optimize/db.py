@@ -1,7 +1,9 @@
 """The tuning database: verified winners keyed by (structural hash of the kernel, target).
 
-A re-run, or another model that shares layers, reuses an entry at no budget cost (it is re-verified by the
-evaluator before use). A kernel whose tuning kept the default build is recorded too (source NULL), so it
+A re-run, or another model that shares layers, reuses an entry at no budget cost: the db is a cache, not an
+oracle, so the entry is re-verified by the evaluator before use and, on a target measurable here, re-measured
+against the default kernel and reused only if it still wins (leka.optimize.pipeline._reverify). Each entry
+records who and what measured it (detail.measured_by). A kernel whose tuning kept the default build is recorded too (source NULL), so it
 is not tuned again either. Optimisation runs are recorded so `--resume` finds the interrupted one.
 SQLite, one file (`--db PATH`, default .leka/tuning.db or $LEKA_HOME/tuning.db).
 """
@@ -51,6 +53,20 @@ def target_key(preset: Any) -> str:
     return json.dumps(preset.target, sort_keys=True)
 
 
+def measured_by(w: Winner) -> dict[str, Any]:
+    """Who and what measured an entry: this host and LEKA version (which judged it), the method and its run,
+    and the device when a remote host ran the timing (its result re-checked here, leka.remote.judge)."""
+    import platform
+
+    from leka import __version__
+
+    remote = w.detail.get("remote") if isinstance(w.detail.get("remote"), dict) else {}
+    return {"host": platform.node(), "machine": platform.machine(), "leka": __version__, "method": w.method,
+            "run": w.run_id, "device": remote.get("device") or "this host",
+            "how": "re-measured at reuse" if "remeasured" in w.detail else "measured when tuned",
+            "at": time.time()}
+
+
 class TuningDB:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path else default_db_path()
@@ -74,11 +90,15 @@ class TuningDB:
                       row["baseline_ms"], row["method"], row["run_id"], row["agent_run"],
                       json.loads(row["detail_json"]))
 
-    def put(self, w: Winner, tkey: str) -> None:
-        """Keep the faster of an existing entry and `w` (a tuned kernel never gets slower by a re-run)."""
+    def put(self, w: Winner, tkey: str, refresh: bool = False) -> None:
+        """Keep the faster of an existing entry and `w` (a tuned kernel never gets slower by a re-run); refresh:
+        `w` is the existing entry re-measured now, and replaces it whatever it recorded. Each entry says who and
+        what measured it (measured_by)."""
         old = self.get(w.kernel_key, tkey)
-        if old is not None and old.source is not None and (w.source is None or (old.speedup or 0) >= (w.speedup or 0)):
+        if (not refresh and old is not None and old.source is not None
+                and (w.source is None or (old.speedup or 0) >= (w.speedup or 0))):
             return
+        w.detail["measured_by"] = measured_by(w)
         self._db.execute("INSERT OR REPLACE INTO winners VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                          (w.kernel_key, tkey, w.task_id, w.source, w.speedup, w.candidate_ms, w.baseline_ms,
                           w.method, w.run_id, w.agent_run, json.dumps(w.detail, default=str), time.time()))

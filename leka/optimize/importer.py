@@ -7,13 +7,18 @@ is not ONNX, an operator the frontend lacks (with its node), a dynamic input wit
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import OptimizeError
 from .real_models import is_structure_only
+
+MAX_INPUT_BYTES = 1 << 30  # one model input at most (1x65536x65536 float32 would be 16 GiB)
 
 # ONNX element types -> numpy dtype names (the ones a deployable model's inputs use).
 ONNX_DTYPES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
@@ -64,6 +69,7 @@ def load_model(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = Non
         raise OptimizeError(f"{path}: not an ONNX model (cannot parse it: {type(e).__name__})") from None
     if not model.graph.node:
         raise OptimizeError(f"{path}: not an ONNX model (no graph nodes; corrupt or another format)")
+    _load_external_data(model, p)
     if is_structure_only(model):
         raise OptimizeError(f"{path}: a structure-only model (weight values stripped); write a runnable copy "
                             f"with: python -m leka.optimize.real_models OUT_DIR {p.name.split('.')[0]}")
@@ -103,8 +109,26 @@ def _graph_inputs(model: Any, shapes: dict[str, tuple[int, ...]], path: str) -> 
             shown = "x".join("?" if d is None else str(d) for d in dims)
             raise OptimizeError(f"{path}: input {vi.name} has dynamic shape {shown}; pin it with "
                                 f"--shape {vi.name}=" + "x".join(str(d) if d else "1" for d in dims))
+        nbytes = math.prod(dims) * np.dtype(dtype).itemsize
+        if nbytes > MAX_INPUT_BYTES:
+            raise OptimizeError(f"{path}: input {vi.name} declares {'x'.join(map(str, dims))} {dtype} "
+                                f"({nbytes:,} bytes), over the {MAX_INPUT_BYTES:,}-byte limit of one input")
         out.append(TensorInfo(vi.name, tuple(int(d) for d in dims), dtype))
     return out
+
+
+def _load_external_data(model: Any, path: Path) -> None:
+    """Weights stored beside the model (ONNX external data) are read from the model's folder, never from the
+    working directory, and only from inside it (ONNX refuses a location that leaves it)."""
+    from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+    if not any(uses_external_data(t) for t in model.graph.initializer):
+        return
+    try:
+        load_external_data_for_model(model, str(path.resolve().parent))
+    except Exception as e:  # a missing file, a location outside the folder
+        raise OptimizeError(f"{path}: its external weight data cannot be read from {path.parent} "
+                            f"({type(e).__name__}: {str(e).strip()[:160]})") from None
 
 
 def to_relax(loaded: LoadedModel) -> Any:

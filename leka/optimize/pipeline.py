@@ -6,14 +6,15 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import OptimizeError
-from .artifact import FORMAT, LIBRARY, MANIFEST, check_out, staging
+from . import OptimizeError, VerificationError
+from .artifact import CHECK_EXPECTED, CHECK_INPUTS, FORMAT, LIBRARY, MANIFEST, check_out, file_digests, staging
+from .clock import WholeRun
 from .db import TuningDB, Winner, target_key
 from .extract import kernel_specs, make_task
 from .importer import LoadedModel, import_model, parse_shapes
@@ -72,13 +73,9 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
         raise OptimizeError("--jobs must be >= 1")
     if opts.remote:
         _check_remote(opts, preset)
-    t0 = time.monotonic()
-    loaded, fused = import_model(opts.model, parse_shapes(opts.shapes))
-    specs = kernel_specs(fused)
-    view.say(f"imported {opts.model}: {len(loaded.model.graph.node)} ONNX nodes -> {len(specs)} distinct kernels "
-             f"({sum(s.weight for s in specs)} calls); profiling the default build on {preset.name} ...")
-    profs = profile(specs, preset)
-    whole = split_budget(profs, opts.budget)
+    clock = WholeRun(None if opts.remote else Budget.parse(opts.budget).limits.get("minutes"))
+    loaded, profs, tune_opts = _import_and_profile(opts, preset, view, clock)
+    whole = Budget.parse(opts.budget)
     if opts.remote:
         for p in profs:  # measured in rounds on the remote host: --remote-steps bounds each run, not a budget
             p.budget, p.quick, p.why_not = None, False, "remote run ended without a decision"
@@ -91,17 +88,39 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
         view.say(f"run {run_id}{' (resumed)' if resumed else ''}; tuning db {db.path}")
         view.kernels(profs)
         try:
-            decisions, waiting = _decide(profs, preset, opts, run_id, db, view)
+            decisions, waiting = _decide(profs, preset, tune_opts, run_id, db, view)
             if waiting is not None:
                 db.finish_run(run_id, "waiting-remote", {"store": waiting.store, "waiting": waiting.waiting})
                 return waiting
-            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, whole, view, t0)
+            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, whole, view, clock)
         except BaseException as e:
             db.finish_run(run_id, "failed" if not isinstance(e, KeyboardInterrupt) else "interrupted",
                           {"error": str(e)[:300]})
             raise
         db.finish_run(run_id, "done", {"out": str(out)})
     return manifest
+
+
+def _import_and_profile(opts: OptimizeOptions, preset: Any, view: OptimizeView,
+                        clock: WholeRun) -> tuple[LoadedModel, list[KernelProfile], OptimizeOptions]:
+    """The model imported and its kernels profiled, both within the run's minutes, and the options tuning runs
+    with: the minutes that remain for it once the build's reserve is kept (optimize.clock)."""
+    with clock.bounded("importing the model"):
+        loaded, fused = import_model(opts.model, parse_shapes(opts.shapes))
+        specs = kernel_specs(fused)
+    view.say(f"imported {opts.model}: {len(loaded.model.graph.node)} ONNX nodes -> {len(specs)} distinct kernels "
+             f"({sum(s.weight for s in specs)} calls); profiling the default build on {preset.name} ...")
+    with clock.bounded("profiling the default build"):
+        profs = profile(specs, preset)
+    minutes = clock.tuning_minutes(clock.elapsed(), preset.runnable and opts.time_s > 0, opts.time_s)
+    tune_opts = opts if minutes is None else replace(opts, budget=_with_minutes(opts.budget, minutes))
+    split_budget(profs, tune_opts.budget)
+    return loaded, profs, tune_opts
+
+
+def _with_minutes(spec: str | None, minutes: float) -> str:
+    parts = [p for p in (spec or "").split(",") if p.strip() and not p.strip().startswith("minutes")]
+    return ",".join([*parts, f"minutes={minutes:.6g}"])
 
 
 def _check_remote(opts: OptimizeOptions, preset: Any) -> None:
@@ -132,7 +151,8 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
     decisions: dict[str, Winner] = {}
     reusable = {p.spec.key: w for p in profs if (w := db.get(p.spec.key, tkey)) is not None}
     if reusable:
-        decisions.update(_reverify(profs, reusable, preset, db, tkey, view))
+        measure = preset.runnable and not opts.remote and not opts.rpc
+        decisions.update(_reverify(profs, reusable, preset, db, tkey, view, measure))
     for p in profs:
         if p.spec.key in decisions:
             p.budget = None
@@ -156,40 +176,66 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
 
 
 def _reverify(profs: list[KernelProfile], found: dict[str, Winner], preset: Any, db: TuningDB, tkey: str,
-              view: OptimizeView) -> dict[str, Winner]:
-    """Db entries checked again by the evaluator (correctness only: no budget is spent on them)."""
+              view: OptimizeView, measure: bool) -> dict[str, Winner]:
+    """Db entries checked again by the evaluator before use (no budget is spent on them). The db is a cache,
+    not an oracle: with `measure` (a target measurable here), a reused winner is re-measured against the
+    default kernel and must pass the winner test again (tune.is_winner), its entry then refreshed with this
+    measurement; one that does not is deleted and the kernel tuned again. A build-only target's entries are
+    checked for correctness only (and say so)."""
     from leka.evaluator import EvalConfig, Evaluator
+
+    from .tune import is_winner
 
     ok: dict[str, Winner] = {}
     by_key = {p.spec.key: p for p in profs}
-    with Evaluator(preset, EvalConfig(measure=False)) as ev:
+    with Evaluator(preset, EvalConfig(measure=measure)) as ev:
         for key, w in found.items():
             if w.source is None:
                 ok[key] = w
                 view.set(key, "db: default kept")
                 continue
-            r = ev.evaluate(make_task(by_key[key].spec, preset), w.source, measure=False)
-            if r.status in ("ok", "build_only") and (r.correct or r.status == "build_only"):
-                ok[key] = w
-                view.set(key, "db: reused", f"{w.speedup:.2f}x")
-            else:
+            r = ev.evaluate(make_task(by_key[key].spec, preset), w.source, measure=measure).to_json()
+            why = _reuse_refusal(r, measure, is_winner(r))
+            if why:
                 db.delete(key, tkey)
-                view.set(key, "queued", f"db entry failed re-verification ({r.failure}); re-tuning")
+                view.set(key, "queued", f"db entry {why}; re-tuning")
+                continue
+            if measure:
+                w = replace(w, speedup=r["speedup"], candidate_ms=r.get("candidate_ms"),
+                            baseline_ms=r.get("baseline_ms"), detail={**w.detail, "remeasured": _remeasure(r)})
+                db.put(w, tkey, refresh=True)
+            ok[key] = w
+            view.set(key, "db: reused", f"{w.speedup:.2f}x" + ("" if measure else " (not re-measured here)"))
     return ok
+
+
+def _reuse_refusal(r: dict[str, Any], measure: bool, winner: bool) -> str | None:
+    """Why a db entry is not reused, or None."""
+    if r.get("status") not in ("ok", "build_only") or not (r.get("correct") or r.get("status") == "build_only"):
+        return f"failed re-verification ({r.get('failure')})"
+    if measure and not winner:
+        return f"not faster than the default on re-measure ({r.get('speedup') or 0:.3g}x)"
+    return None
+
+
+def _remeasure(r: dict[str, Any]) -> dict[str, Any]:
+    return {"speedup": r.get("speedup"), "baseline": r.get("baseline"), "spread": r.get("spread"),
+            "baseline_spread": r.get("baseline_spread"), "rounds": r.get("rounds")}
 
 
 def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile],
                      decisions: dict[str, Winner], preset: Any, run_id: str, out: Path, whole: Any,
-                     view: OptimizeView, t0: float) -> dict[str, Any]:
+                     view: OptimizeView, clock: WholeRun) -> dict[str, Any]:
     from .verify import check, input_sets, ort_outputs
 
-    replace = {name: w.source for p in profs if (w := decisions.get(p.spec.key)) and w.source
-               for name in p.spec.names}
-    view.say(f"building the model for {preset.name} with {len(replace)} tuned kernel(s) ...")
+    replace_by = {name: w.source for p in profs if (w := decisions.get(p.spec.key)) and w.source
+                  for name in p.spec.names}
+    view.say(f"building the model for {preset.name} with {len(replace_by)} tuned kernel(s) ...")
     sets = input_sets(loaded, opts.verify_sets)
     expected = ort_outputs(loaded, sets, _threads(preset))
     with staging(out) as tmp:
-        result, got = _run_build_job(opts, loaded, preset, replace, sets, tmp)
+        result, got = _run_build_job(opts, loaded, preset, replace_by, sets, tmp, clock)
+        _refuse_slower(result.get("latency"), preset)
         verification: dict[str, Any] = {"status": "not run", "why": "(build-only target: run `leka run OUT --check` "
                                                                      "on the device)"}
         if got is not None:
@@ -197,14 +243,33 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
         _write_check(tmp, loaded, sets, expected)
         outputs = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)}
                    for n, e in zip(loaded.outputs, expected[0])]
-        manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, t0)
+        manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, clock.t0)
         manifest["outputs"] = outputs
+        manifest["digests"] = file_digests(tmp)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
         from .report import html_page, markdown
 
         (tmp / "report.md").write_text(markdown(manifest))
         (tmp / "report.html").write_text(html_page(manifest))
     return manifest
+
+
+def _refuse_slower(latency: dict[str, Any] | None, preset: Any) -> None:
+    """The whole model timed against its default build (when timed, --time > 0): a build slower beyond noise is
+    not written (the kernels' winner tests passed one by one; the model is what ships)."""
+    from .remote import baseline_for
+    from .tune import noise_floor
+
+    default = baseline_for(preset)
+    if not latency or "optimized" not in latency or default not in latency:
+        return
+    opt, base = latency["optimized"], latency[default]
+    floor = noise_floor({"rounds": min(opt["rounds"], base["rounds"]), "spread": opt["iqr_rel"],
+                         "baseline_spread": base["iqr_rel"]})
+    if opt["median_ms"] > base["median_ms"] * floor:
+        raise VerificationError(f"the optimised build is slower than the default build ({default}) beyond noise: "
+                                f"{opt['median_ms']:.4g} ms vs {base['median_ms']:.4g} ms (more than {floor:.3g}x); "
+                                "nothing written (a tuning-db entry may be stale: try a new --db)")
 
 
 def _budget_spec(opts: OptimizeOptions) -> str:
@@ -221,7 +286,8 @@ def _threads(preset: Any) -> int:
 
 
 def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, replace: dict[str, str],
-                   sets: list[list[np.ndarray]], tmp: Path) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
+                   sets: list[list[np.ndarray]], tmp: Path,
+                   clock: WholeRun) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
     work = tmp / ".build"
     work.mkdir()
     runnable = preset.runnable and preset.family == "cpu"
@@ -234,8 +300,13 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
            "n_sets": len(sets), "threads": _threads(preset), "time": opts.time_s > 0, "min_time_s": opts.time_s,
            "result": str(work / "result.json")}
     (work / "job.json").write_text(json.dumps(job))
-    proc = subprocess.run([sys.executable, "-m", "leka.optimize.build_job", str(work / "job.json")],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    left = clock.left_s()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "leka.optimize.build_job", str(work / "job.json")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=None if left is None else max(left, 1.0))
+    except subprocess.TimeoutExpired:
+        raise clock.over("building the model") from None
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
         raise OptimizeError(f"building the optimised model failed: {lines[-1][:300] if lines else proc.returncode}")
@@ -251,8 +322,8 @@ def _write_check(tmp: Path, loaded: LoadedModel, sets: list[list[np.ndarray]],
                  expected: list[list[np.ndarray]]) -> None:
     """check/: the first input set and ONNX Runtime's outputs for it (`leka run OUT --check` on a device)."""
     (tmp / "check").mkdir()
-    np.savez(tmp / "check" / "inputs.npz", **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
-    np.savez(tmp / "check" / "expected.npz", **dict(zip(loaded.outputs, expected[0])))
+    np.savez(tmp / CHECK_INPUTS, **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
+    np.savez(tmp / CHECK_EXPECTED, **dict(zip(loaded.outputs, expected[0])))
 
 
 def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile], decisions: dict[str, Winner],

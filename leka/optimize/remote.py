@@ -135,14 +135,15 @@ def _winner(p: KernelProfile, run_id: str, rid: str, source: str | None, res: di
                   res.get("candidate_ms"), res.get("baseline_ms"), "leka", run_id, rid, detail)
 
 
-def next_steps(w: RemoteWaiting, model_cmd: str) -> list[str]:
-    """What the user does next, commands exactly as they work."""
+def next_steps(w: RemoteWaiting, model_cmd: str, proposer_flags: str = "") -> list[str]:
+    """What the user does next, commands exactly as they work (proposer_flags: --llm/--base-url as given,
+    which a resume takes from its command line only)."""
     store = f" --store {w.store}" if w.store != _default_store() else ""
     return [f"{w.waiting} kernel run(s) wait for the remote host ({w.open} measurement(s) open, "
             f"{w.decided} kernel(s) decided); optimize run {w.run_id} resumes when they are done:",
             f"  leka remote{store} batch -o jobs          # this round's job folders: jobs/round-N/",
             "  (GPU host, runtime bundle: docs/cuda.md)  python3 -m leka.remote.multi --jobs 8 jobs/round-N/*/",
-            f"  leka remote{store} ingest jobs/round-N    # results in; the runs resume (repeat batch/ingest "
+            f"  leka remote{store} ingest jobs/round-N{proposer_flags}    # results in; the runs resume (repeat batch/ingest "
             "until it opens no measurement)",
             f"  {model_cmd}    # again: builds the artifact with the finished runs' winners "
             "(add --remote-stop to end the waiting runs now)"]

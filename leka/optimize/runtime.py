@@ -5,6 +5,7 @@ the runtime is installed (a board, a GPU box with the bundle of docs/cuda.md).
 """
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import OptimizeError
-from .artifact import LIBRARY, load_manifest
+from .artifact import CHECK_EXPECTED, CHECK_INPUTS, LIBRARY, load_manifest, verify_digests
 
 POOLED_ALLOCATOR = 2  # relax.VirtualMachine.POOLED_ALLOCATOR
 KDL_CPU, KDL_CUDA, KDL_OPENCL = 1, 2, 4
@@ -72,6 +73,7 @@ class VMCall:
 class LoadedArtifact:
     def __init__(self, out: str | Path) -> None:
         self.manifest = load_manifest(out)
+        verify_digests(out, self.manifest)  # before model.so is loaded: a swapped library runs at load
         self.dev, dev_type = _device(self.manifest["target"]["family"])  # before tvm: the GPU bundle's hook
         import tvm
         lib = tvm.runtime.load_module(str(Path(out) / LIBRARY))
@@ -84,7 +86,25 @@ class LoadedArtifact:
 
     def run(self, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         outs = self._call(self.inputs(arrays))
-        return {spec["name"]: o for spec, o in zip(self.manifest["outputs"], outs, strict=True)}
+        names = [spec.get("name") for spec in self.manifest["outputs"]]
+        if len(outs) != len(names):
+            raise OptimizeError(f"the library returned {len(outs)} output(s), the manifest names {len(names)} "
+                                f"({', '.join(map(str, names))}): not this artifact's manifest")
+        return dict(zip(names, outs))
+
+    def read_inputs(self, path: str | Path, what: str = "--inputs") -> dict[str, np.ndarray]:
+        """An .npz of inputs, each array's shape and dtype checked against the manifest from its header before
+        anything is decompressed (leka.outside_files)."""
+        from leka.outside_files import load_npz, npz_headers
+
+        specs = {s["name"]: s for s in self.manifest["inputs"]}
+        for name, (shape, dtype) in npz_headers(path, f"{what} {path}").items():
+            spec = specs.get(name)
+            if spec is not None and (list(shape) != spec["shape"] or str(dtype) != spec["dtype"]):
+                raise OptimizeError(f"{what} {path}: input {name!r} is {dtype}{list(shape)}, the model takes "
+                                    f"{spec['dtype']}{spec['shape']}")
+        limit = sum(math.prod(s["shape"]) * np.dtype(s["dtype"]).itemsize for s in specs.values())
+        return load_npz(path, limit, f"{what} {path}")
 
     def median_ms(self, arrays: dict[str, np.ndarray], runs: int = 50) -> float:
         """Median wall time of one inference, numpy in and numpy out (as `run`)."""
@@ -120,12 +140,16 @@ def check_against_expected(art: LoadedArtifact, out: str | Path) -> dict[str, fl
 
     from .verify import TOLERANCES
 
-    ins = dict(np.load(Path(out) / "check" / "inputs.npz"))
-    exp = dict(np.load(Path(out) / "check" / "expected.npz"))
+    from leka.outside_files import load_npz
+
+    ins = art.read_inputs(Path(out) / CHECK_INPUTS, "check file")
+    exp = load_npz(Path(out) / CHECK_EXPECTED, what="check file")  # its digest was verified at load
     got = art.run(ins)
     errs = {}
     for name, e in exp.items():
         rtol, atol = TOLERANCES.get(str(e.dtype), (0.0, 0.0))
+        if name not in got:
+            raise OptimizeError(f"check file names output {name!r}; the manifest's outputs are {', '.join(got)}")
         v = compare(name, got[name], e, rtol, atol)
         if not v.ok:
             from . import VerificationError

@@ -90,15 +90,17 @@ def _job_header(task: Task, preset, out: Path, trials: int, seed: int) -> dict:
 
 
 def make_multi_job(task: Task, modules: list[tuple[str, object, dict]], target, out: Path, *, trials: int = 2,
-                   seed: int = 0, number: int = 100, rounds: int = 7) -> Path:
+                   seed: int = 0, number: int = 100, rounds: int = 7, job_id: str = "") -> Path:
     """A job folder for leka.remote.multi: every (name, built Artifact, meta) module of one task, each checked
-    on `trials` (>= MIN_TRIALS) inputs of different distributions and seeds."""
+    on `trials` (>= MIN_TRIALS) inputs of different distributions and seeds. job_id names this side's record
+    of it (leka.remote.judge)."""
     if trials < MIN_TRIALS:
         raise LekaError(f"a multi-module job checks each module on at least {MIN_TRIALS} trials, not {trials}")
     preset = get_target(target)
     out.mkdir(parents=True, exist_ok=True)
     job = _job_header(task, preset, out, trials, seed)
     job["version"] = 2
+    job["job_id"] = job_id or out.name
     job["modules"] = []
     for name, art, meta in modules:
         path = art.export(out / f"{name}.so")

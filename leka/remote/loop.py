@@ -58,13 +58,13 @@ def start(store: PendingStore, options: list[Any], **kw: Any) -> list[str]:
     return ids
 
 
-def resume_all(store: PendingStore, **kw: Any) -> dict[str, dict[str, Any] | None]:
-    """Resume every paused run from its checkpoint: {run_id: final record, or None if it paused again}."""
-    from leka.agent.session import TuneOptions
+def resume_all(store: PendingStore, given: dict[str, Any] | None = None,
+               **kw: Any) -> dict[str, dict[str, Any] | None]:
+    """Resume every paused run from its checkpoint: {run_id: final record, or None if it paused again}.
+    given: the command line's tasks_paths, llm and base_url; every paused run's stored ones must equal them
+    (leka.resume_guard), checked before any run resumes."""
+    from leka.agent.session import resumed_options
 
-    out = {}
-    for r in store.runs():
-        if r["status"] in ("pending", "running"):  # "running": a driver killed mid-step
-            out[r["run_id"]] = _drive(store, r["run_id"], TuneOptions.from_json(r["options"]["tune"]),
-                                      resume=True, **kw)
-    return out
+    paused = [r for r in store.runs() if r["status"] in ("pending", "running")]  # "running": a driver killed
+    opts = {r["run_id"]: resumed_options(r["run_id"], r["options"].get("tune") or {}, given or {}) for r in paused}
+    return {rid: _drive(store, rid, o, resume=True, **kw) for rid, o in opts.items()}

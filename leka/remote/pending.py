@@ -26,6 +26,7 @@ CREATE TABLE IF NOT EXISTS rounds(round INTEGER PRIMARY KEY, job_dir TEXT, creat
 CREATE TABLE IF NOT EXISTS runs(run_id TEXT PRIMARY KEY, options_json TEXT, status TEXT);
 CREATE TABLE IF NOT EXISTS tasks(task_id TEXT PRIMARY KEY, factory TEXT, data_json TEXT);
 CREATE TABLE IF NOT EXISTS links(owner TEXT, task_id TEXT, run_id TEXT, PRIMARY KEY(owner, task_id));
+CREATE TABLE IF NOT EXISTS jobs(job_id TEXT PRIMARY KEY, round INTEGER, record_json TEXT);
 """
 
 
@@ -83,6 +84,17 @@ class PendingStore:
     def round_of(self, key: str) -> int | None:
         row = self._db.execute("SELECT round FROM pending WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
+
+    def put_job(self, record: dict[str, Any], rnd: int) -> None:
+        """What this side keeps of a job folder it wrote (leka.remote.judge.job_record), to judge its results."""
+        self._db.execute("INSERT OR REPLACE INTO jobs VALUES (?,?,?)", (record["job_id"], rnd, json.dumps(record)))
+
+    def job(self, job_id: Any) -> dict[str, Any] | None:
+        """The record of a job this side wrote, or None (a folder it did not make)."""
+        if not isinstance(job_id, str):
+            return None
+        row = self._db.execute("SELECT record_json FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return json.loads(row[0]) if row else None
 
     def mark_ingested(self, rnd: int) -> None:
         self._db.execute("UPDATE rounds SET ingested = ? WHERE round = ?", (time.time(), rnd))

@@ -1,25 +1,25 @@
 """One tuning round on a remote host: `batch` builds every pending measurement into job folders here,
 the remote host runs them with the runtime only (python -m leka.remote.multi), `ingest` reads the results
-back (re-checking the returned outputs against the references computed here) for the paused runs."""
+back, judged here (leka.remote.judge: outputs re-checked against the references this side kept, timing
+checked as local timing is), for the paused runs."""
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from .judge import BASE
 from .pending import PendingStore
-
-BASE = "baseline"
 
 
 def batch(store: PendingStore, out: str | Path, *, trials: int = 2, number: int = 20, rounds: int = 7) -> list[Path]:
     """Job folders for every open request (one per task x target x baseline) under out/round-N; [] if none."""
     from leka.compiler import build, default_schedule
+    from leka.evaluator.floor import run_floor
+    from leka.targets import get_target
 
     from .job import make_multi_job, parse_candidate
+    from .judge import job_record
 
     open_reqs = store.open_requests()
     if not open_reqs:
@@ -45,79 +45,55 @@ def batch(store: PendingStore, out: str | Path, *, trials: int = 2, number: int 
                 store.put_result(r["key"], rnd, {"compiled": False, "correct": False, "failure": "compile_error",
                                                  "error": str(e).strip().splitlines()[0][:300] if str(e).strip() else "?"})
         if len(mods) > 1:
-            jobs.append(make_multi_job(task, mods, target, root / f"{task_id}--{target}--{baseline}",
-                                       trials=trials, seed=rnd, number=number, rounds=rounds))
+            name = f"{task_id}--{target}--{baseline}"
+            jobs.append(make_multi_job(task, mods, target, root / name, trials=trials, seed=rnd, number=number,
+                                       rounds=rounds, job_id=f"round-{rnd}/{name}"))
+            floor = run_floor(task, get_target(target))
+            store.put_job(job_record(jobs[-1], floor.seconds, floor.describe()), rnd)
     return jobs
 
 
-def _recheck(job_dir: Path, job: dict, name: str) -> int | None:
-    """Mismatches of the outputs the remote host sent back, compared here (None: no outputs came back)."""
-    from .run_job import compare
-
-    bad = 0
-    for k, trial in enumerate(job["trials"]):
-        path = job_dir / f"out_{name}_{k}.npz"
-        if not path.exists():
-            return None
-        got, ref = np.load(path), np.load(job_dir / trial["file"])
-        n_out = len(job["args"]) - job["n_inputs"]
-        bad += sum(compare(got[f"arr_{i}"], ref[f"out_{i}"], job["rtol"], job["atol_scale"])[0] for i in range(n_out))
-    return bad
-
-
-_FAILURE = {"wrong": "wrong", "crash": "crash", "load_error": "compile_error", "runtime_error": "runtime_error"}
-
-
-def _result(job_dir: Path, job: dict, res: dict, name: str, rnd: int | None) -> dict[str, Any]:
-    m, b = res["modules"][name], res["modules"].get(BASE, {})
-    out: dict[str, Any] = {"compiled": m["verdict"] != "load_error", "correct": m["verdict"] == "correct",
-                           "failure": _FAILURE.get(m["verdict"]), "error": m.get("error"),
-                           "remote": {"round": rnd, "device": res.get("device_name"), "job": job_dir.name},
-                           "trials": m.get("trials")}
-    if out["correct"]:
-        bad = _recheck(job_dir, job, name)
-        if bad:  # the remote host said correct; its outputs say otherwise here
-            out.update(correct=False, failure="wrong", error=f"{bad} mismatches re-checked on the build host")
-    if out["correct"] and m.get("rounds_s") and b.get("rounds_s"):
-        c_ms, b_ms = m["median_ms"], b["median_ms"]
-        out.update(candidate_ms=c_ms, baseline_ms=b_ms, speedup=b_ms / c_ms, baseline=b.get("method"),
-                   rounds=len(m["rounds_s"]),
-                   spread=(max(m["rounds_s"]) - min(m["rounds_s"])) * 1e3 / c_ms,
-                   baseline_spread=(max(b["rounds_s"]) - min(b["rounds_s"])) * 1e3 / b_ms,
-                   detail={"timing": {"candidate": {"rounds_s": m["rounds_s"], "min_s": min(m["rounds_s"])},
-                                      "baseline": {"rounds_s": b["rounds_s"], "min_s": min(b["rounds_s"])}}})
-    return out
-
-
 def ingest(store: PendingStore, root: str | Path) -> dict[str, int]:
-    """Results of every job folder under root (result.json) into the store; counts of new and repeated."""
+    """Results of every job folder under root (result.json) into the store, each judged here against the
+    job's record this side kept (leka.remote.judge); counts of new, repeated, jobs without a result, and jobs
+    or modules this side did not ask for (not stored). A malformed job.json or result.json is a one-line
+    error before anything is stored."""
     from leka.errors import LekaError
+    from leka.outside_files import read_json_object as read_json
+
+    from .judge import BASE, baseline_timing, judge, modules_of
 
     jobs = sorted(Path(root).rglob("job.json")) if Path(root).is_dir() else []
     if not jobs:
         raise LekaError(f"{root}: no job folders (job.json) here; `leka remote batch -o DIR` writes them")
-    new = repeated = missing = 0
-    rounds_seen: set[int] = set()
-    for job_json in jobs:
-        job_dir = job_json.parent
-        job = json.loads(job_json.read_text())
-        if not (job_dir / "result.json").exists():
-            missing += 1
+    counts = {"new": 0, "already_known": 0, "jobs_without_result": 0, "not_asked": 0}
+    read = []
+    for job_json in jobs:  # everything parsed first: a malformed file stores nothing
+        rec = store.job(read_json(job_json, "job.json").get("job_id"))
+        if rec is None:
+            counts["not_asked"] += 1
             continue
-        res = json.loads((job_dir / "result.json").read_text())
-        for name in res["modules"]:
-            if not name.startswith("c-"):
+        if not (job_json.parent / "result.json").exists():
+            counts["jobs_without_result"] += 1
+            continue
+        res_path = job_json.parent / "result.json"
+        res = read_json(res_path, "result.json")
+        read.append((job_json.parent, rec, res, modules_of(res, res_path)))
+    rounds_seen: set[int] = set()
+    for job_dir, rec, res, mods in read:
+        base = baseline_timing(job_dir, rec, mods)
+        for name in mods:
+            key = rec["modules"].get(name)
+            if name == BASE:
                 continue
-            key = name[2:]
+            if key is None or store.round_of(key) is None:  # a module this side did not ask for
+                counts["not_asked"] += 1
+                continue
             rnd = store.round_of(key)
-            if store.put_result(key, rnd, _result(job_dir, job, res, name, rnd)):
-                new += 1
-            else:
-                repeated += 1
-            if rnd is not None:
-                rounds_seen.add(rnd)
+            meta = {"round": rnd, "device": str(res.get("device_name"))[:80], "job": job_dir.name}
+            counts["new" if store.put_result(key, rnd, judge(job_dir, rec, mods, name, meta, base))
+                   else "already_known"] += 1
+            rounds_seen.add(rnd)
     for rnd in rounds_seen:
         store.mark_ingested(rnd)
-    return {"new": new, "already_known": repeated, "jobs_without_result": missing}
-
-
+    return counts

@@ -1,0 +1,86 @@
+"""`--budget minutes` bounds the whole optimisation run: import, profiling, tuning, the build, verification
+and the latency comparison, not the tuning alone (a 100,000-node model at minutes=0.1 ran 13.4 minutes).
+
+The stages before tuning run under a timer (SIGALRM in the main thread: a TVM call in progress finishes
+first); tuning gets what is left less a reserve for the build; the build runs in a child process killed at
+the deadline. A run that cannot fit says so in one line and stops; nothing is written.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+from . import OptimizeError
+
+# The build and what follows it (verification, the latency comparison) take about what import and profiling
+# took (profiling compiles every distinct kernel once), once per model compiled: the optimised build, and the
+# tvm-naive and tvm-dlight builds when timed; at least this much each.
+MIN_COMPILE_S = 10.0
+
+
+class WholeRun:
+    """The run's clock against its minutes limit (None: unbounded)."""
+
+    def __init__(self, minutes: float | None, clock=time.monotonic) -> None:
+        self.minutes, self._clock = minutes, clock
+        self.t0 = clock()
+        self.deadline = None if minutes is None else self.t0 + minutes * 60
+
+    def elapsed(self) -> float:
+        return self._clock() - self.t0
+
+    def left_s(self) -> float | None:
+        return None if self.deadline is None else self.deadline - self._clock()
+
+    def over(self, stage: str) -> OptimizeError:
+        return OptimizeError(f"--budget minutes={self.minutes:g} does not fit this model: {stage} reached "
+                             f"{self.elapsed():.1f} s of the whole run's {self.minutes * 60:.0f} s (import, "
+                             "profiling, tuning and the build all count); nothing written, raise minutes")
+
+    def check(self, stage: str) -> None:
+        left = self.left_s()
+        if left is not None and left <= 0:
+            raise self.over(stage)
+
+    @contextmanager
+    def bounded(self, stage: str) -> Iterator[None]:
+        """Run a stage in this process under the deadline (a timer where signals can be used: main thread)."""
+        left = self.left_s()
+        use_timer = left is not None and threading.current_thread() is threading.main_thread()
+        if use_timer:
+            if left <= 0:
+                raise self.over(stage)
+
+            def expire(signum: int, frame: object) -> None:
+                raise self.over(stage)
+
+            old = signal.signal(signal.SIGALRM, expire)
+            signal.setitimer(signal.ITIMER_REAL, left)
+        try:
+            yield
+        except Exception:
+            left = self.left_s()
+            if left is not None and left <= 0:  # the timer's error, maybe wrapped by TVM or the importer
+                raise self.over(stage) from None
+            raise
+        finally:
+            if use_timer:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+        self.check(stage)
+
+    def tuning_minutes(self, before_s: float, timed: bool, time_s: float) -> float | None:
+        """Minutes left for tuning: what remains less the build's reserve (see MIN_COMPILE_S), estimated from
+        `before_s`, the seconds import and profiling took; refuses a run whose build cannot fit."""
+        left = self.left_s()
+        if left is None:
+            return None
+        reserve = (3 if timed else 1) * max(MIN_COMPILE_S, before_s) + (4 * time_s if timed else 0.0)
+        if left <= reserve:
+            raise OptimizeError(f"--budget minutes={self.minutes:g} does not fit this model: import and profiling "
+                                f"took {before_s:.1f} s, and the build needs about {reserve:.0f} s more, past the "
+                                f"whole run's {self.minutes * 60:.0f} s; nothing written, raise minutes")
+        return (left - reserve) / 60
