@@ -188,6 +188,22 @@ def test_initial_ir_that_does_not_flatten_accepts_first_correct_kernel(tmp_path,
     assert final["contributions"]["by_layer"]["schedule"] == pytest.approx(0.8)
 
 
+@pytest.mark.parametrize("factor", [0.8, 1.5])
+def test_a_gpu_run_starts_from_its_floor_and_never_ships_below_it(tmp_path, store, factor):
+    # With a floor (dlight's kernel, measured against itself: 1x) a slower kernel is not progress: the run
+    # ships the floor, re-measured like any finalist; a faster one is accepted and shipped.
+    floor_src = FakeIR({"schedule": ["dlight"]}).to_tvmscript(None)
+    evaluator = FakeEvaluator({"bind": factor})
+    ctx = make_context(f"gpu{factor}", store, ScriptedProposer({"schedule": [["bind"], []]}), evaluator)
+    ctx.initial_ir = FakeIR({"algorithm": ["needs_schedule"]}).to_json()
+    ctx.floor = lambda: floor_src
+    final = drive(ctx, store, policy=Policy(k=1), checkpoint=tmp_path / "ckpt.sqlite")
+    steps = store.steps(f"gpu{factor}")
+    assert steps[0]["best_before"] == 1.0
+    assert final["correct"] and final["speedup"] == pytest.approx(max(factor, 1.0))
+    assert final["floor"] == (factor < 1.0) and (evaluator.calls[-1] == floor_src) == (factor < 1.0)
+
+
 def test_enabling_rewrite_becomes_the_base_for_the_layers_below(tmp_path, store):
     """A correct algorithm rewrite that is not faster alone (0.9x: padding costs a little) but within
     ENABLING_MIN becomes the base: the schedule layer builds on it (the first such rewrite in the

@@ -21,7 +21,9 @@ def register(sub) -> None:
     t = s.add_parser("tune", help="start LEKA runs that measure remotely")
     t.add_argument("tasks", nargs="+")
     t.add_argument("--target", required=True)
-    t.add_argument("--baseline", default="tvm-naive", choices=("tvm-naive", "tvm-dlight"))
+    t.add_argument("--baseline", choices=("tvm-naive", "tvm-dlight"),
+                   help="what candidates are timed against (default: tvm-dlight on a GPU target, the run's floor; "
+                        "tvm-naive on CPU)")
     t.add_argument("--budget", help="Budget spec, e.g. measurements=24")
     t.add_argument("--max-steps", type=int, help="step cap of each run: one remote round each, plus one for the "
                    "final re-measure (default 2)")

@@ -31,9 +31,10 @@ def _drive(store: PendingStore, run_id: str, opts: Any, *, resume: bool, trace: 
     trace = trace or TraceStore()
     budget = Budget.parse(opts.budget)
     proposer = make_proposer(opts.llm, opts.base_url, budget)
-    evaluate = remote_evaluate_fn(store, run_id, task, target.name, opts.baseline)
-    remeasure = remote_evaluate_fn(store, run_id, task, target.name, opts.baseline, salt="final")
-    ctx = build_context(run_id, task, target, proposer, evaluate, remeasure, budget, trace, opts.limits())
+    baseline = opts.baseline_for(target)
+    evaluate = remote_evaluate_fn(store, run_id, task, target.name, baseline)
+    remeasure = remote_evaluate_fn(store, run_id, task, target.name, baseline, salt="final")
+    ctx = build_context(run_id, task, target, proposer, evaluate, remeasure, budget, trace, opts.limits(), baseline)
     store.set_run(run_id, {"tune": opts.to_json()}, "running")
     try:
         final = drive(ctx, trace, policy=opts.policy, resume=resume, checkpoint=checkpoint,

@@ -1,0 +1,36 @@
+"""The floor of a GPU run: the kernel shipped when the search beats nothing.
+
+On CPU the initial IR is the naive lowering, a kernel as it stands, and the run's baseline. On a GPU target
+the initial IR is no kernel (its blocks are unbound), so a run used to accept its first correct candidate
+however slow, and ship it. There the run is measured against dlight's schedule instead (the kernel a model
+build uses), and that schedule is the starting candidate: its speedup is 1 by definition, a proposal must
+beat it to be accepted, and finalize falls back on it (re-measured like any finalist) when nothing else
+confirms. Where dlight has no rule the baseline is the naive binding, which is then the floor.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Callable
+
+FLOOR_BASELINE = "tvm-dlight"
+FLOOR_SUMMARY = "the baseline's kernel (dlight's schedule): the floor"
+
+
+def default_baseline(target: Any) -> str:
+    """What a run is measured against unless told otherwise: dlight on a GPU, the naive lowering on CPU."""
+    return "tvm-naive" if getattr(target, "family", "cpu") == "cpu" else FLOOR_BASELINE
+
+
+def floor_fn(task: Any, target: Any, baseline: str | None) -> Callable[[], str] | None:
+    """The floor's TVMScript, made on first use (dlight takes seconds on some tasks; a resumed run that
+    never reaches finalize does not pay it); None where the run has no floor (CPU, or another baseline)."""
+    if getattr(target, "family", "cpu") == "cpu" or baseline != FLOOR_BASELINE:
+        return None
+
+    @lru_cache(maxsize=1)
+    def source() -> str:
+        from leka.compiler import baseline_module
+
+        return baseline_module(task.build(), target, baseline)[1].script()
+
+    return source
