@@ -67,13 +67,14 @@ def select_heldout(split: str) -> list:
 
 
 def select_tasks(args) -> list:
-    """--tasks (ids, comma-separated or @FILE with one a line), else --split's held-out tasks, else the slice."""
+    """--split's held-out tasks and/or --tasks (ids, comma-separated or @FILE with one a line); else the slice."""
     from leka.tasks import get_task
 
-    if args.tasks:
-        spec = Path(args.tasks[1:]).read_text() if args.tasks.startswith("@") else args.tasks
-        return [get_task(i) for i in spec.replace(",", " ").split()]
-    return select_heldout(args.split) if args.split else select_slice()
+    if not args.tasks and not args.split:
+        return select_slice()
+    spec = (Path(args.tasks[1:]).read_text() if args.tasks.startswith("@") else args.tasks) if args.tasks else ""
+    picked = select_heldout(args.split) if args.split else []
+    return picked + [t for t in map(get_task, spec.replace(",", " ").split()) if t not in picked]
 
 
 def _per_domain(tasks) -> list:
@@ -265,7 +266,8 @@ def main() -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--task-timeout", type=int, default=90, help="seconds per task here, else it is left out")
-    p.add_argument("--tasks", help="task ids (comma-separated, or @FILE with one a line) instead of the slice")
+    p.add_argument("--tasks", help="task ids (comma-separated, or @FILE with one a line) instead of the slice "
+                                   "(with --split: besides its tasks)")
     p.add_argument("--split", help="the held-out slice: this split's tasks (test, dev) whose patterns the "
                                    "slice never used, picked per domain as the slice is")
     p.set_defaults(func=prepare)
