@@ -7,7 +7,7 @@ by more than REMEASURE_DISAGREEMENT, two more follow and the median run is repor
 failed, or cut-off) re-measure rejects the finalist: finalize moves to the next-best verified candidate
 of the search (at most MAX_FALLBACKS of them, each faster than naive in the search), then to the initial
 IR (the baseline lowering; on a GPU target, whose initial IR is no kernel, the floor of floor.py: dlight's
-schedule, re-measured like any finalist). A finalist whose fresh re-measure is correct but slower than the baseline
+schedule, the baseline itself, so not measured again: a remote run saves its last round). A finalist whose fresh re-measure is correct but slower than the baseline
 lowering beyond noise (``metrics.is_slower``) is rejected the same way. Every rejection is in the final record (``rejected``, ``fallback``).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from leka.bench import metrics
 from .context import AgentContext
 from .deadline import Emit
 from .evaluation import bounded_work, evaluate, one_line
-from .floor import FLOOR_SUMMARY
+from .floor import FLOOR_SUMMARY, floor_result
 from .state import AgentState
 
 # Fresh worker and search disagreeing by more than this factor (either way) triggers two more fresh
@@ -96,8 +96,11 @@ def confirm(ctx: AgentContext, choice: dict[str, Any], prefix: str,
             deadline: float | None) -> tuple[dict[str, Any], list[float | None], str | None, str]:
     """Re-measure one finalist: (reported result, speedups of all runs, why rejected or None, source)."""
     fn = ctx.remeasure or ctx.evaluate
+    if choice.get("floor"):
+        source = ctx.floor()
+        return floor_result(_source_digest(source)), [], None, source
     try:
-        source = ctx.floor() if choice.get("floor") else _flat_source(ctx, choice["ir"], deadline)
+        source = _flat_source(ctx, choice["ir"], deadline)
     except Exception as e:
         res = {"compiled": False, "correct": False, "failure": "invalid", "error": one_line(f"{e}")}
         return res, [], f"does not flatten: {res['error']}", ""

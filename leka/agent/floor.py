@@ -5,7 +5,8 @@ the initial IR is no kernel (its blocks are unbound), so a run used to accept it
 however slow, and ship it. There the run is measured against dlight's schedule instead (the kernel a model
 build uses), and that schedule is the starting candidate: its speedup is 1 by definition, a proposal must
 beat it to be accepted, and finalize falls back on it (re-measured like any finalist) when nothing else
-confirms. Where dlight has no rule the baseline is the naive binding, which is then the floor.
+confirms (without a measurement of it against itself). Where dlight has no rule the baseline is the naive
+binding, which is then the floor.
 """
 from __future__ import annotations
 
@@ -34,3 +35,11 @@ def floor_fn(task: Any, target: Any, baseline: str | None) -> Callable[[], str] 
         return baseline_module(task.build(), target, baseline)[1].script()
 
     return source
+
+
+def floor_result(candidate_hash: str) -> dict[str, Any]:
+    """The floor's final record: the baseline's own kernel, 1x by definition, correct as the default build
+    that ships without LEKA is; not measured against itself (on a remote GPU that would cost a round)."""
+    return {"compiled": True, "correct": True, "failure": None, "error": None, "speedup": 1.0,
+            "baseline": FLOOR_BASELINE, "candidate_ms": None, "baseline_ms": None, "candidate_hash": candidate_hash,
+            "note": "the floor: the baseline's own kernel, not measured against itself"}
