@@ -15,7 +15,7 @@ from pathlib import Path
 # HBM3e 4.8 TB/s. None of the schedules here uses tensor cores, so the CUDA-core peaks are the roof.
 H200_PEAK_GFLOPS = {"float32": 67_000.0, "float16": 134_000.0}
 H200_BW_GBS = 4_800.0
-LAUNCH_FLOOR_MS = 0.010  # dlight above 10 us: schedules matter; at or below: the launch floor dominates
+from leka.agent.floor import LAUNCH_FLOOR_MS  # noqa: E402 - dlight above it: schedules matter; under: launches
 SLOWER = 0.95  # a task below this ratio to dlight is a loss beyond the usual noise of these one-shot timings
 
 

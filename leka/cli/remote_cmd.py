@@ -41,13 +41,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from leka.agent.session import TuneOptions
-    from leka.agent.state import Policy
     from leka.remote import loop, rounds
     from leka.remote.pending import PendingStore
 
     store = PendingStore(args.store)
     if args.remote_cmd == "tune":
-        policy = Policy(k=loop.REMOTE_K, max_steps=args.max_steps or loop.REMOTE_STEPS)
+        policy = loop.remote_policy(args.target, args.max_steps or loop.REMOTE_STEPS)
         opts = [TuneOptions(task_id=t, target=args.target, baseline=args.baseline, budget=args.budget, policy=policy)
                 for t in args.tasks]
         for rid in loop.start(store, opts):

@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from leka.remote.loop import REMOTE_K, REMOTE_STEPS
+from leka.remote.loop import REMOTE_STEPS, remote_policy
 
 from .db import TuningDB, Winner, target_key
 from .extract import spec_data
@@ -98,11 +98,10 @@ def _check_something_measured(store: Any, profs: list[KernelProfile], preset: An
 
 def _start(store: Any, p: KernelProfile, preset: Any, opts: Any) -> str:
     from leka.agent.session import TuneOptions
-    from leka.agent.state import Policy
     from leka.remote import loop
 
     store.put_task(p.spec.task_id, FACTORY, spec_data(p.spec))
-    policy = Policy(k=REMOTE_K, max_steps=opts.remote_steps, layers=LAYERS)
+    policy = remote_policy(preset, opts.remote_steps, layers=LAYERS)
     tune = TuneOptions(task_id=p.spec.task_id, target=preset.name, llm=opts.llm, base_url=opts.base_url,
                        policy=policy, baseline=baseline_for(preset))
     return loop.start(store, [tune])[0]
