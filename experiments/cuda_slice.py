@@ -22,9 +22,16 @@ for the device tool (<= 10 min per command, <= 64 MiB carried: 2 trials, the min
     .venv/bin/python experiments/cuda_slice.py report --jobs .leka/cuda-slice-v2 \
         --before experiments/results/cuda_slice_h200_2026-12-01/rows.jsonl --out rows_v2.jsonl
 
+On a task list instead of the slice: `prepare --tasks ID,ID...` (or `--tasks @FILE`), or `prepare --split test`
+(the held-out slice: the split's L1/L2 tasks whose patterns the slice never used, picked per domain as the
+slice is; `--split dev` to develop rules). report (experiments/cuda_slice_report.py) gives each task both ways,
+the fastest correct proposal and what would ship with dlight as the floor, and splits the summary at 10 us of
+dlight time (launch-bound below), with the kernels (launches) per module. `device-command --level all
+--bundle DIR` runs every job of a folder in one command.
+
 `jetson --jobs DIR` builds every prepared module (its TVMScript is kept in the job folder) for the Jetson
 preset (jetson-orin-nano, sm_87). report prints per-task times, LEKA vs dlight (Fast@1.0 by leka.bench.metrics.is_fast, geomean) and
-the best kernel's roofline fraction against the H200 peaks below.
+the best kernel's roofline fraction against the H200 peaks (cuda_slice_report.py).
 """
 from __future__ import annotations
 
@@ -40,19 +47,40 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# NVIDIA H200 SXM datasheet peaks (nvidia.com/en-us/data-center/h200; not in /work/shared/reference, which
-# lists edge boards only): FP32 67 TFLOP/s (CUDA cores), FP16 without tensor cores ~134 TFLOP/s (2x FP32),
-# HBM3e 4.8 TB/s. None of the schedules here uses tensor cores, so the CUDA-core peaks are the roof.
-H200_PEAK_GFLOPS = {"float32": 67_000.0, "float16": 134_000.0}
-H200_BW_GBS = 4_800.0
+from cuda_slice_report import _record, report  # noqa: E402 - beside this file
+
 PER_DOMAIN = {"float32": 6, "float16": 2}
 
 
 def select_slice() -> list:
     from leka.tasks import all_tasks
 
+    return _per_domain(all_tasks())
+
+
+def select_heldout(split: str) -> list:
+    """The split's L1/L2 tasks whose patterns the slice never used, picked as the slice picks its own."""
+    from leka.bench.splits import split_tasks
+
+    used = {t.pattern for t in select_slice()}
+    return _per_domain([t for t in split_tasks(split) if t.pattern not in used])
+
+
+def select_tasks(args) -> list:
+    """--split's held-out tasks and/or --tasks (ids, comma-separated or @FILE with one a line); else the slice."""
+    from leka.tasks import get_task
+
+    if not args.tasks and not args.split:
+        return select_slice()
+    spec = (Path(args.tasks[1:]).read_text() if args.tasks.startswith("@") else args.tasks) if args.tasks else ""
+    picked = select_heldout(args.split) if args.split else []
+    return picked + [t for t in map(get_task, spec.replace(",", " ").split()) if t not in picked]
+
+
+def _per_domain(tasks) -> list:
+    """Per (domain, dtype): one shape per pattern, L1 and L2 alternately, PER_DOMAIN of them."""
     by: dict = defaultdict(list)
-    for t in sorted(all_tasks(), key=lambda t: (t.level, t.id)):
+    for t in sorted(tasks, key=lambda t: (t.level, t.id)):
         if t.level in (1, 2) and t.dtype in PER_DOMAIN and not t.id.startswith("ex-"):
             by[(t.domain, t.dtype)].append(t)
     out = []
@@ -135,7 +163,7 @@ def prepare(args) -> int:
     """Each task in its own process, killed after --task-timeout (dlight alone takes minutes on some image
     pipelines here): such a task is left out of the slice, and says so."""
     out = Path(args.out)
-    for task in select_slice():
+    for task in select_tasks(args):
         if (out / task.id / "prepare.json").exists():
             continue  # prepared by an earlier call
         if args.feedback and not _needs_round2(Path(args.feedback) / task.id):
@@ -215,140 +243,22 @@ def _nvcc(source: str, arch: str) -> None:
         raise RuntimeError(f"nvcc {arch}: {res.stderr.strip().splitlines()[0] if res.stderr.strip() else res.returncode}")
 
 
-def _record(task: dict, res: dict, name: str, base: str) -> dict:
-    m, b = res["modules"][name], res["modules"].get(base, {})
-    ok = m.get("verdict") == "correct"
-    rec = {"task": task["task"], "target": res["target"], "method": m.get("method"), "compiled": True, "correct": ok,
-           "failure": None if ok else m.get("verdict"), "candidate_ms": m.get("median_ms"),
-           "baseline": base, "baseline_ms": b.get("median_ms")}
-    if ok and b.get("median_ms") and m.get("median_ms"):
-        rec["speedup"] = b["median_ms"] / m["median_ms"]
-        rec["detail"] = {"timing": {"candidate": {"rounds_s": m["rounds_s"], "min_s": min(m["rounds_s"])},
-                                    "baseline": {"rounds_s": b["rounds_s"], "min_s": min(b["rounds_s"])}}}
-    return rec
-
-
-def _roofline(job: dict, ms: float, dtype: str) -> float:
-    t_compute = job["flops"] / (H200_PEAK_GFLOPS.get(dtype, 67_000.0) * 1e9) if job.get("flops") else 0.0
-    t_mem = job["bytes"] / (H200_BW_GBS * 1e9) if job.get("bytes") else 0.0
-    return max(t_compute, t_mem) / (ms * 1e-3)
-
-
-def report(args) -> int:
-    from leka.bench.metrics import is_fast
-
-    rows, fast, ratios, gpu_names = [], 0, [], set()
-    before = _before(args.before)
-    for d in sorted(p for p in Path(args.jobs).iterdir() if (p / "result.json").exists()):
-        if before and d.name not in before:
-            continue  # the comparison covers the earlier slice's tasks only
-        if args.round2 and (Path(args.round2) / d.name / "result.json").exists():
-            d = Path(args.round2) / d.name  # round 2 re-timed the round-1 best beside the new proposals
-        res, job = json.loads((d / "result.json").read_text()), json.loads((d / "job.json").read_text())
-        prep = json.loads((d / "prepare.json").read_text())
-        gpu_names.add(res.get("device_name"))
-        base = "tvm-dlight" if "tvm-dlight" in res["modules"] else "tvm-naive"
-        leka = [n for n in res["modules"] if n.startswith("leka-")]
-        timed = [n for n in leka if res["modules"][n].get("median_ms")]
-        best = min(timed, key=lambda n: res["modules"][n]["median_ms"], default=None)
-        rec = _record(prep, res, best, base) if best else {"task": prep["task"], "correct": False, "compiled": True}
-        verdicts = {n: res["modules"][n]["verdict"] for n in res["modules"]}
-        trials = {n: len(res["modules"][n].get("trials") or []) for n in res["modules"]}  # inputs checked on
-        row = {**prep, "round": 2 if args.round2 and d.parent == Path(args.round2) else 1, "dir": str(d), "baseline": base,
-               "verdicts": verdicts, "trials": trials,
-               "ms": {n: res["modules"][n].get("median_ms") for n in res["modules"]},
-               "best": best, "best_rule": res["modules"][best].get("rule") if best else None,
-               "speedup_vs_dlight": rec.get("speedup"), "fast": is_fast(rec, 1.0),
-               "roofline": _roofline(job, res["modules"][best]["median_ms"], prep["dtype"]) if best else None}
-        fast += row["fast"]
-        if rec.get("speedup"):
-            ratios.append(rec["speedup"])
-        rows.append(row)
-    n = len(rows)
-    geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
-    for r in rows:
-        print(f"{r['task']:<44} {r['dtype']:<8} {r['baseline']:<10} "
-              f"{r['ms'].get(r['baseline']) or float('nan'):9.4f} ms  best {r['best'] or '-':<7} "
-              f"{(r['ms'].get(r['best']) if r['best'] else None) or float('nan'):9.4f} ms  "
-              f"x{r['speedup_vs_dlight'] or float('nan'):6.2f} {'FAST' if r['fast'] else '    '} "
-              f"roof {r['roofline'] or 0:.3f} {r['best_rule'] or ''}")
-    summary = {"tasks": n, "gpu": sorted(x for x in gpu_names if x), "fast_at_1": fast / n if n else None,
-               "geomean_vs_baseline": geo, "n_ratios": len(ratios),
-               "wrong_or_crash": sum(v not in ("correct",) for r in rows for v in r["verdicts"].values()),
-               "min_trials": min((t for r in rows for t in r["trials"].values()), default=None)}
-    print(json.dumps(summary))
-    if before:
-        _compare(rows, before)
-    if args.store:
-        _store(args.store, args.jobs, rows)
-    if args.out:
-        Path(args.out).write_text("\n".join(json.dumps(r) for r in rows + [{"summary": summary}]) + "\n")
-    return 0
-
-
-def _before(path: str | None) -> dict[str, dict]:
-    """Per-task rows of an earlier report (its rows.jsonl), by task id."""
-    if not path:
-        return {}
-    rows = [json.loads(ln) for ln in Path(path).read_text().splitlines() if ln.strip()]
-    return {r["task"]: r for r in rows if "task" in r}
-
-
-def _compare(rows: list[dict], before: dict[str, dict]) -> None:
-    """Each task's best LEKA kernel vs dlight, then and now (each run's own dlight time: runs differ)."""
-    print(f"{'task':<44} {'then':>7} {'now':>7}  rule now")
-    for r in rows:
-        b = before[r["task"]]
-        then, now = b.get("speedup_vs_dlight"), r.get("speedup_vs_dlight")
-        print(f"{r['task']:<44} {then or float('nan'):7.2f} {now or float('nan'):7.2f}  {r['best_rule'] or ''}"
-              f"{'  FAST' if r['fast'] else ''}{'  (was fast)' if b.get('fast') else ''}")
-    missing = sorted(set(before) - {r["task"] for r in rows})
-    if missing:
-        print(json.dumps({"not_in_this_run": missing}))
-
-
 def device_command(args) -> int:
-    """The command line for the device tool (run from the repository root there, with `.gpu-bundle` and the
-    job folder carried): install the bundle's wheels, run one level's jobs, pack result.json/check.json."""
-    jobs, lvl = args.jobs.rstrip("/"), args.level
-    cmd = (f"python3 -m pip install -q --no-index --no-deps --target .gpu-bundle/site .gpu-bundle/whl/*.whl && "
-           f"export PYTHONPATH=$PWD/.gpu-bundle:$PWD/.gpu-bundle/site:$PWD GPU_ARCH={args.arch} && "
+    """The command line for the device tool (run from the repository root there, with the bundle and the
+    job folder carried): install the bundle's wheels, run one level's jobs (or all), pack result.json/check.json."""
+    jobs, lvl, bun = args.jobs.rstrip("/"), "l[12]" if args.level == "all" else args.level, args.bundle.rstrip("/")
+    cmd = (f"python3 -m pip install -q --no-index --no-deps --target {bun}/site {bun}/whl/*.whl && "
+           f"export PYTHONPATH=$PWD/{bun}:$PWD/{bun}/site:$PWD GPU_ARCH={args.arch} && "
            f"nvidia-smi --query-gpu=name,driver_version,clocks.current.sm,clocks.max.sm,clocks.current.memory --format=csv > $OUT/gpu.txt; "
-           f"S=$(date +%s); python3 -m leka.remote.multi --jobs {args.parallel} {jobs}/{lvl}-*/ > $OUT/multi_{lvl}.log 2>&1; "
-           f"echo rc=$? wall=$(( $(date +%s) - S ))s >> $OUT/multi_{lvl}.log; "
-           f"cd {jobs} && tar czf $OUT/results_{lvl}.tgz {lvl}-*/result.json {lvl}-*/check.json; tail -3 $OUT/multi_{lvl}.log")
+           f"S=$(date +%s); python3 -m leka.remote.multi --jobs {args.parallel} {jobs}/{lvl}-*/ > $OUT/multi_{args.level}.log 2>&1; "
+           f"echo rc=$? wall=$(( $(date +%s) - S ))s >> $OUT/multi_{args.level}.log; "
+           f"cd {jobs} && tar czf $OUT/results_{args.level}.tgz {lvl}-*/result.json {lvl}-*/check.json; "
+           f"tail -3 $OUT/multi_{args.level}.log")
     mib = sum(f.stat().st_size for f in Path(jobs).rglob("*") if f.is_file()) / 2**20
-    bundle = sum(f.stat().st_size for f in (ROOT / ".gpu-bundle").rglob("*") if f.is_file()) / 2**20
-    print(json.dumps({"command": cmd, "chars": len(cmd), "carry": [".gpu-bundle", jobs],
+    bundle = sum(f.stat().st_size for f in Path(bun).rglob("*") if f.is_file()) / 2**20
+    print(json.dumps({"command": cmd, "chars": len(cmd), "carry": [bun, jobs],
                       "carry_mib": round(mib + bundle, 1), "modules": len(list(Path(jobs).glob(f"{lvl}-*/*.so")))}))
     return 0
-
-
-def _store(path: str, jobs: str, rows: list[dict]) -> None:
-    """One store run per method (tvm-naive, tvm-dlight, leka-offline = the GPU-picked best of k), one sample
-    per task, speedup against dlight (naive where dlight does not apply)."""
-    import hashlib
-
-    from leka.bench.store import ResultStore
-
-    with ResultStore(path) as store:
-        for method in ("tvm-naive", "tvm-dlight", "leka-offline"):
-            rid = store.create_run(f"{method}-cuda-slice", "cuda-h200", {"experiment": "cuda_slice", "jobs": jobs})
-            for r in rows:
-                res = json.loads((Path(r["dir"]) / "result.json").read_text())
-                name = r["best"] if method == "leka-offline" else method
-                if name not in res["modules"]:
-                    continue
-                rec = _record(r, res, name, r["baseline"])
-                src = Path(r["dir"]) / f"{name}.tvmscript"
-                rec.update(pattern=None, level=r["level"], domain=r["domain"], method=method, sample_idx=0,
-                           proposer="leka-offline-rules" if method == "leka-offline" else None,
-                           candidate_hash=hashlib.sha256(src.read_bytes()).hexdigest()[:16] if src.exists() else None,
-                           roofline_fraction=r["roofline"] if method == "leka-offline" else None,
-                           baseline_spread=None, error=res["modules"][name].get("error"))
-                store.add_sample(rid, rec)
-            store.add_event(rid, "done")
-            print(f"store: {rid}")
 
 
 def main() -> int:
@@ -356,6 +266,10 @@ def main() -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("prepare")
     p.add_argument("--task-timeout", type=int, default=90, help="seconds per task here, else it is left out")
+    p.add_argument("--tasks", help="task ids (comma-separated, or @FILE with one a line) instead of the slice "
+                                   "(with --split: besides its tasks)")
+    p.add_argument("--split", help="the held-out slice: this split's tasks (test, dev) whose patterns the "
+                                   "slice never used, picked per domain as the slice is")
     p.set_defaults(func=prepare)
     one = sub.add_parser("prepare-one")
     one.add_argument("task")
@@ -383,7 +297,8 @@ def main() -> int:
     r.set_defaults(func=report)
     dc = sub.add_parser("device-command", help="print the device tool's command for one level's jobs")
     dc.add_argument("--jobs", default=".leka/cuda-slice-v2")
-    dc.add_argument("--level", choices=("l1", "l2"), required=True)
+    dc.add_argument("--level", choices=("l1", "l2", "all"), required=True)
+    dc.add_argument("--bundle", default=".gpu-bundle", help="the runtime bundle's folder (`leka gpu-bundle -o`)")
     dc.add_argument("--arch", default="sm_90")
     dc.add_argument("--parallel", type=int, default=12, help="jobs checked at once on the GPU host (phase 1)")
     dc.set_defaults(func=device_command)

@@ -188,6 +188,39 @@ def test_initial_ir_that_does_not_flatten_accepts_first_correct_kernel(tmp_path,
     assert final["contributions"]["by_layer"]["schedule"] == pytest.approx(0.8)
 
 
+@pytest.mark.parametrize("factor", [0.8, 1.5])
+def test_a_gpu_run_starts_from_its_floor_and_never_ships_below_it(tmp_path, store, factor):
+    # With a floor (dlight's kernel: 1x against itself) a slower kernel is not progress: the run ships the
+    # floor, not measured again (a remote round saved); a faster one is accepted, re-measured and shipped.
+    floor_src = FakeIR({"schedule": ["dlight"]}).to_tvmscript(None)
+    evaluator = FakeEvaluator({"bind": factor})
+    ctx = make_context(f"gpu{factor}", store, ScriptedProposer({"schedule": [["bind"], []]}), evaluator)
+    ctx.initial_ir = FakeIR({"algorithm": ["needs_schedule"]}).to_json()
+    ctx.floor = lambda: floor_src
+    final = drive(ctx, store, policy=Policy(k=1), checkpoint=tmp_path / "ckpt.sqlite")
+    steps = store.steps(f"gpu{factor}")
+    assert steps[0]["best_before"] == 1.0
+    assert final["correct"] and final["speedup"] == pytest.approx(max(factor, 1.0))
+    assert final["floor"] == (factor < 1.0) and floor_src not in evaluator.calls
+    assert len(evaluator.calls) == (1 if factor < 1.0 else 2)  # the search's one, + the winner's re-measure
+
+
+@pytest.mark.parametrize("factor", [0.8, 1.5])
+def test_a_launch_bound_run_with_no_headroom_stops_after_one_step(tmp_path, store, factor):
+    # The fake baseline takes 10 ms: under no_headroom_ms=20 it is "launch-bound"; a run that beat nothing
+    # in its first step stops there (no further GPU round), one that did goes on.
+    ctx = make_context(f"nh{factor}", store, ScriptedProposer({"schedule": [["bind"], ["s_more"], []]}),
+                       FakeEvaluator({"bind": factor}))
+    ctx.initial_ir = FakeIR({"algorithm": ["needs_schedule"]}).to_json()
+    ctx.floor = lambda: FakeIR({"schedule": ["dlight"]}).to_tvmscript(None)
+    final = drive(ctx, store, policy=Policy(k=1, layers=("schedule",), no_headroom_ms=20.0),
+                  checkpoint=tmp_path / "ckpt.sqlite")
+    if factor < 1.0:
+        assert final["steps"] == 1 and final["stop_reason"].startswith("no headroom") and final["floor"]
+    else:
+        assert final["steps"] > 1 and final["speedup"] > 1.5
+
+
 def test_enabling_rewrite_becomes_the_base_for_the_layers_below(tmp_path, store):
     """A correct algorithm rewrite that is not faster alone (0.9x: padding costs a little) but within
     ENABLING_MIN becomes the base: the schedule layer builds on it (the first such rewrite in the

@@ -13,8 +13,8 @@ from leka.ir import CandidateIR
 from leka.proposers.base import ProposalRequest
 from leka.proposers.offline import OfflineProposer
 from leka.proposers.offline.context import RuleContext
-from leka.proposers.offline.rules import (gpu_cross_thread_reduction, gpu_fused_rows, gpu_shared_matmul,
-                                          gpu_tensor_core_matmul, gpu_vector_elementwise)
+from leka.proposers.offline.rules import (gpu_bind_spatial, gpu_cross_thread_reduction, gpu_fused_rows,
+                                          gpu_shared_matmul, gpu_tensor_core_matmul, gpu_vector_elementwise)
 from leka.remote.job import parse_candidate
 from leka.targets import get_target
 from leka.tasks import get_task
@@ -139,6 +139,19 @@ def test_cross_thread_reduction_splits_by_a_divisor(tmp_path):
     assert {"loop": "Y.i.1", "thread": "threadIdx.x"} in [s.args for s in ir.schedule.steps if s.op == "bind"]
     assert gpu_cross_thread_reduction._lanes(1081, 256) == 47 and gpu_cross_thread_reduction._lanes(1081, 32) == 23
     assert gpu_cross_thread_reduction._lanes(257, 256) == 256  # prime: no useful divisor, as before
+
+
+@pytest.mark.parametrize("task_id", ["l1-sigmoid-2034x91", "l2-stft_power-25x512"])  # dev split
+def test_bind_spatial_blocks_hold_a_warp_or_more(task_id):
+    """185094 (2 x 3 x 30849) and 25 x 257 outputs have no power-of-two divisor above 2: the rule bound 2
+    and 1 threads per block (test-split analogues ran 2-16x slower than dlight on the H200); now a divisor
+    from a warp up, near each variant's preferred count."""
+    irs = gpu_bind_spatial.apply(_ctx(task_id))
+    for ir in irs:
+        art = build(parse_candidate(ir.to_tvmscript("cuda")), "cuda")
+        assert all(k.block[0] >= gpu_bind_spatial.WARP for k in art.kernels), [k.block for k in art.kernels]
+    assert [gpu_bind_spatial.threads_for(185094, 1024, p) for p in (256, 128, 64)] == [273, 126, 63]
+    assert gpu_bind_spatial.threads_for(31, 1024, 256) == 1 and gpu_bind_spatial.threads_for(4096, 1024, 128) == 128
 
 
 # PoCL here has no half precision: the fp32 shapes of the same patterns (+ pooling, + a residual add)

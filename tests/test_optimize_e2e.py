@@ -126,7 +126,9 @@ def test_wrong_db_entry_is_caught_and_the_kernel_tuned(tmp_path):
     assert entry is None or (entry.method == "tvm-dlight" and entry.run_id == m["run_id"])
 
 
-def test_cuda_target_builds_an_artifact_with_its_check(tmp_path):
+def test_cuda_target_builds_an_artifact_with_its_check(tmp_path, capsys):
+    from leka.targets import get_target
+
     model = gemv_model(tmp_path / "gemv.onnx")
     rc = main(["optimize", str(model), "--target", "cuda", "-o", str(tmp_path / "c.leka"), "--db",
                str(tmp_path / "t.db"), "--quiet"])
@@ -135,6 +137,14 @@ def test_cuda_target_builds_an_artifact_with_its_check(tmp_path):
     assert m["target"]["family"] == "cuda" and m["verification"]["status"] == "not run"
     assert (tmp_path / "c.leka" / "model.so").stat().st_size > 0
     assert set(np.load(tmp_path / "c.leka" / "check" / "expected.npz").files) == {"y"}
+    if get_target("cuda").runnable:
+        return  # the rest is what a machine without a GPU says
+    said = capsys.readouterr().out
+    assert "--remote" in said and "docs/cuda.md" in said  # what tunes the kernels instead
+    assert all("--remote" in k["decision"] and "ran out of time" not in k["decision"] for k in m["kernels"])
+    assert main(["run", str(tmp_path / "c.leka"), "--check"]) == 3  # no GPU: said so, not an internal error
+    err = capsys.readouterr().err
+    assert "no CUDA GPU" in err and "leka gpu-bundle" in err and "--remote" in err and "docs/cuda.md" in err
 
 
 @pytest.mark.slow

@@ -163,3 +163,35 @@ def test_a_gpu_winner_survives_the_model_builds_dlight_pass(home):
             winners[spec.name] = props[0].ir.to_tvmscript(preset)
     assert winners
     assert compile_model(with_winners(fused, winners), preset) is not None
+
+
+def test_remote_stop_before_any_round_is_refused(home, capsys):
+    _model, out, store_path, cmd = _command(home)
+    assert main(cmd) == 0
+    capsys.readouterr()
+    assert main([*cmd, "--remote-stop"]) == 2  # nothing measured: stopping would keep every default for nothing
+    err = capsys.readouterr().err
+    assert "measured none" in err and "leka remote batch" in err and "ingest" in err
+    assert not out.exists() and {r["status"] for r in PendingStore(store_path).runs()} == {"pending"}
+
+
+@pytest.mark.slow  # one kernel's round through the stand-in, then two optimize calls
+def test_remote_stop_leaves_unmeasured_kernels_undecided(home):
+    from leka.optimize.db import TuningDB
+
+    _model, out, store_path, cmd = _command(home)
+    assert main(cmd) == 0
+    store = PendingStore(store_path)
+    jobs = rounds.batch(store, home / "jobs", number=2, rounds=3)
+    _stand_in(jobs[:1])  # the remote host measured one kernel only
+    rounds.ingest(store, jobs[0].parent)
+    assert main([*cmd, "--remote-stop"]) == 0
+    m = json.loads((out / "manifest.json").read_text())
+    unmeasured = [k for k in m["kernels"] if k["decision"].startswith("not tuned")]
+    assert len(unmeasured) == len(m["kernels"]) - 1
+    assert all("before the device measured it" in k["decision"] for k in unmeasured)
+    with TuningDB(home / "t.db") as db:  # only the measured kernel's decision is kept
+        assert len(db._db.execute("SELECT * FROM winners").fetchall()) == 1
+    n_runs = len(store.runs())
+    assert main(cmd) == 0  # the next --remote call tunes the unmeasured kernels again
+    assert len(store.runs()) == n_runs + len(unmeasured)

@@ -40,6 +40,8 @@ def test_multi_job_verdicts_and_timing(tmp_path):
         assert m["verdict"] == "correct" and [t["dist"] for t in m["trials"]] == ["normal", "heavy"]
         assert len(m["rounds_s"]) == 3 and m["median_ms"] > 0
     assert (job / "out_again_1.npz").exists()  # outputs come back for checking on the build host
+    said = json.loads(proc.stdout.strip().splitlines()[-1])["round"]  # the round's wall time, by phase
+    assert said["jobs"] == 1 and said["modules"] == 2 and said["wall_s"] >= said["check_s"] + said["time_s"] - 0.2
 
 
 def test_each_module_is_checked_on_two_trials_of_different_inputs(tmp_path):

@@ -64,6 +64,9 @@ class AgentContext:
     clock: Any = None
     # Makes an evaluation blocked past its deadline return (kills the evaluator's worker); None: abandon it.
     cancel: Callable[[], None] | None = None
+    # The floor's TVMScript (leka.agent.floor: dlight's schedule on a GPU target, whose initial IR is no
+    # kernel): the starting candidate and finalize's last fallback. None: the initial IR is the floor.
+    floor: Callable[[], str] | None = None
 
 
 def default_budget_errors() -> tuple[type[BaseException], ...]:

@@ -6,7 +6,8 @@ families (``EvalConfig(holdout=True)``, wired in session.py); when its speedup a
 by more than REMEASURE_DISAGREEMENT, two more follow and the median run is reported. Any wrong (or
 failed, or cut-off) re-measure rejects the finalist: finalize moves to the next-best verified candidate
 of the search (at most MAX_FALLBACKS of them, each faster than naive in the search), then to the initial
-IR (the baseline lowering). A finalist whose fresh re-measure is correct but slower than the baseline
+IR (the baseline lowering; on a GPU target, whose initial IR is no kernel, the floor of floor.py: dlight's
+schedule, the baseline itself, so not measured again: a remote run saves its last round). A finalist whose fresh re-measure is correct but slower than the baseline
 lowering beyond noise (``metrics.is_slower``) is rejected the same way. Every rejection is in the final record (``rejected``, ``fallback``).
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from leka.errors import one_line
 from .context import AgentContext
 from .deadline import Emit
 from .evaluation import bounded_work, evaluate
+from .floor import FLOOR_SUMMARY, floor_result
 from .state import AgentState
 
 # Fresh worker and search disagreeing by more than this factor (either way) triggers two more fresh
@@ -66,7 +68,12 @@ def finalists(state: AgentState, ctx: AgentContext) -> list[dict[str, Any]]:
         out.append({"ir": ir, "speedup": float(speedup), "step": step, "layer": layer,
                     "summary": cand.get("summary", ""), "what": f"next-best candidate (step {step}, {layer})"})
     origin = state.get("origin") or ctx.initial_ir
-    if origin is not None and _ir_key(origin) not in keys:
+    if ctx.floor is not None:  # the initial IR is no kernel here: the floor is (its IR is the origin's)
+        if out[0]["step"] is None:
+            out.pop(0)  # the best is still the floor itself
+        out.append({"ir": origin, "speedup": 1.0, "step": None, "layer": None, "summary": FLOOR_SUMMARY,
+                    "what": "the floor (the baseline's kernel)", "floor": True})
+    elif origin is not None and _ir_key(origin) not in keys:
         first = (state.get("steps") or [{}])[0].get("best_before", 1.0)
         out.append({"ir": origin, "speedup": float(first if first is not None else 1.0), "step": None, "layer": None,
                     "summary": "initial IR", "what": "initial IR (the baseline lowering)"})
@@ -90,6 +97,9 @@ def confirm(ctx: AgentContext, choice: dict[str, Any], prefix: str,
             deadline: float | None) -> tuple[dict[str, Any], list[float | None], str | None, str]:
     """Re-measure one finalist: (reported result, speedups of all runs, why rejected or None, source)."""
     fn = ctx.remeasure or ctx.evaluate
+    if choice.get("floor"):
+        source = ctx.floor()
+        return floor_result(_source_digest(source)), [], None, source
     try:
         source = _flat_source(ctx, choice["ir"], deadline)
     except Exception as e:
@@ -170,5 +180,6 @@ def finalize(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         "contributions": contributions(steps),
         "remeasured_speedups": remeasures, "best_ir": shown["ir"], "eval": res,
         "rejected": rejected, "fallback": chosen["what"] if chosen is not None and rejected else None,
+        "floor": bool(chosen and chosen.get("floor")),  # the shipped kernel is the baseline's (floor.py)
     }
     return {"final": final}

@@ -55,6 +55,8 @@ def decide(state: AgentState) -> Decision:
         if (down := _first_open(layers, below, walked)) is not None:
             return Decision(decision="advance", next=down, reason=f"{layer} exhausted ({why})")
         return Decision(decision="stop", next=FINALIZE, reason="every layer exhausted")
+    if (why := _no_headroom(state, last, policy)) is not None:
+        return Decision(decision="stop", next=FINALIZE, reason=why)
     if last.get("outcome") in ("failed", "bad_reply"):
         return Decision(decision="retry", next=layer, reason=f"{last['outcome']}: retry with errors fed back "
                                                              f"({layers[layer]['fails']}/{policy.max_retries})")
@@ -64,6 +66,17 @@ def decide(state: AgentState) -> Decision:
             return Decision(decision="advance", next=down, reason=why)
         return Decision(decision="stop", next=FINALIZE, reason=f"converged ({why} at the last layer)")
     return Decision(decision="continue", next=layer, reason=str(last.get("outcome", "")))
+
+
+def _no_headroom(state: AgentState, last: dict[str, Any], policy: Policy) -> str | None:
+    """Why to stop a run whose baseline sits at the launch floor and that has beaten nothing, or None."""
+    base = [c["baseline_ms"] for c in last.get("candidates", []) if c.get("correct") and c.get("baseline_ms")]
+    if policy.no_headroom_ms is None or not base or state["best"]["step"] is not None:
+        return None
+    if min(base) > policy.no_headroom_ms:
+        return None
+    return (f"no headroom: the baseline runs in {min(base) * 1e3:.1f} us (at or under "
+            f"{policy.no_headroom_ms * 1e3:g} us) and no candidate beat it")
 
 
 def _merged(state: AgentState, update: dict[str, Any]) -> AgentState:

@@ -13,6 +13,7 @@ from leka.errors import LekaError
 from leka.storage import open_db
 
 from .context import AgentContext
+from .floor import FLOOR_SUMMARY
 from .graph import final_state, stream_run
 from .progress import NoProgress, Progress
 from .state import AgentState, Policy, initial_state
@@ -80,8 +81,9 @@ def drive(ctx: AgentContext, store: TraceStore, *, policy: Policy | None = None,
             summary, speedup = _safe_summary(ir0), 1.0
             try:
                 ir0.to_tvmscript(ctx.target)
-            except Exception as e:  # e.g. unbound blocks on a GPU target: no kernel to fall back on
-                summary, speedup = f"initial IR, not runnable as is: {e}", 0.0
+            except Exception as e:  # e.g. unbound blocks on a GPU target: the floor (dlight) is the start
+                summary, speedup = ((FLOOR_SUMMARY, 1.0) if ctx.floor is not None else
+                                    (f"initial IR, not runnable as is: {e}", 0.0))
             initial = initial_state(ctx.run_id, ctx.task.id, getattr(ctx.target, "name", str(ctx.target)),
                                     ctx.proposer_name, policy, ir0.to_json(), summary, speedup)
             store.create_run(ctx.run_id, ctx.task.id, initial["target"], ctx.proposer_name,

@@ -28,12 +28,17 @@ class TuneOptions:
     budget: str | None = None  # Budget.parse spec
     policy: Policy = field(default_factory=Policy)
     trials: int = 5  # correctness trials per candidate
-    baseline: str = "tvm-naive"
+    baseline: str | None = None  # None: the target's (leka.agent.floor.default_baseline)
     tasks_paths: list[str] = field(default_factory=list)  # user task folders (--tasks)
     # wall-clock bounds (leka.agent.deadline.Limits): per step, and per task (None: from the budget's minutes)
     step_limit_s: float | None = None
     task_limit_s: float | None = None
     rpc: str | None = None  # TRACKER_HOST:PORT:KEY: measure on the remote device (leka/runners/rpc.py)
+
+    def baseline_for(self, target: Any) -> str:
+        from .floor import default_baseline
+
+        return self.baseline or default_baseline(target)
 
     def limits(self) -> Any:
         from .deadline import Limits
@@ -136,19 +141,21 @@ def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str,
 
 def build_context(run_id: str, task: Any, target: Any, proposer: Any, evaluate: Callable[[str], dict[str, Any]],
                   remeasure: Callable[[str], dict[str, Any]] | None, budget: Any, store: TraceStore,
-                  limits: Any = None) -> AgentContext:
+                  limits: Any = None, baseline: str | None = None) -> AgentContext:
     """limits: leka.agent.deadline.Limits (default: the default step limit, task limit from the budget);
-    the run's clock starts here."""
+    the run's clock starts here. baseline: what evaluate measures against (it sets the floor, floor.py)."""
     from leka.ir import CandidateIR
 
     from .deadline import Limits, RunClock
+    from .floor import floor_fn
 
     return AgentContext(run_id=run_id, task=task, target=target, propose=propose_fn(proposer, task, target),
                         evaluate=evaluate, remeasure=remeasure,
                         ir_from_json=lambda d: CandidateIR.from_json(d, task), journal=store, budget=budget,
                         proposer_name=getattr(proposer, "name", "?"), budget_errors=default_budget_errors(),
                         initial_ir=CandidateIR.initial(task).to_json(),
-                        clock=RunClock(limits or Limits(), budget), cancel=kill_evaluator_workers)
+                        clock=RunClock(limits or Limits(), budget), cancel=kill_evaluator_workers,
+                        floor=floor_fn(task, target, baseline))
 
 
 def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: TraceStore | None = None,
@@ -202,9 +209,10 @@ def tune(opts: TuneOptions | None = None, *, resume: str | None = None, store: T
     config = EvalConfig(trials=opts.trials, measure=True)
     with ExitStack() as stack:
         evaluator = stack.enter_context(evaluator_for(target, config, opts.rpc))
-        ctx = build_context(run_id, task, target, proposer, evaluate_fn(evaluator, task, opts.baseline),
-                            fresh_worker_fn(target, config, task, opts.baseline, opts.rpc), budget, store,
-                            opts.limits())
+        baseline = opts.baseline_for(target)
+        ctx = build_context(run_id, task, target, proposer, evaluate_fn(evaluator, task, baseline),
+                            fresh_worker_fn(target, config, task, baseline, opts.rpc), budget, store,
+                            opts.limits(), baseline)
         title = f"LEKA {'resuming ' if resume else ''}{run_id}: {task.id} on {target.name} — proposer {label}"
         view = progress(title) if progress is not None else NoProgress()
         final = drive(ctx, store, policy=opts.policy, resume=bool(resume), progress=view,

@@ -24,6 +24,9 @@ class Policy:
     history_len: int = 24  # feedback entries handed to the proposer
     control: bool = True  # first schedule step on a rewritten algorithm also schedules the task's own
     layers: tuple[str, ...] = ("algorithm", "schedule", "memory")  # layers walked (ablation: fewer)
+    # Stop once a step measured the baseline at or under this many ms and nothing has beaten the start yet:
+    # a launch-bound kernel with no headroom (remote runs: each further step is a GPU round). None: never.
+    no_headroom_ms: float | None = None
 
     def __post_init__(self) -> None:
         walked = tuple(parse_layers(self.layers))

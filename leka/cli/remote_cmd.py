@@ -22,7 +22,9 @@ def register(sub) -> None:
     t = s.add_parser("tune", help="start LEKA runs that measure remotely")
     t.add_argument("tasks", nargs="+")
     t.add_argument("--target", required=True)
-    t.add_argument("--baseline", default="tvm-naive", choices=("tvm-naive", "tvm-dlight"))
+    t.add_argument("--baseline", choices=("tvm-naive", "tvm-dlight"),
+                   help="what candidates are timed against (default: tvm-dlight on a GPU target, the run's floor; "
+                        "tvm-naive on CPU)")
     t.add_argument("--budget", help="Budget spec, e.g. measurements=24")
     t.add_argument("--max-steps", type=int, help="step cap of each run: one remote round each, plus one for the "
                    "final re-measure (default 2)")
@@ -44,13 +46,12 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from leka.agent.session import TuneOptions
-    from leka.agent.state import Policy
     from leka.remote import loop, rounds
     from leka.remote.pending import PendingStore
 
     store = PendingStore(args.store)
     if args.remote_cmd == "tune":
-        policy = Policy(k=loop.REMOTE_K, max_steps=args.max_steps or loop.REMOTE_STEPS)
+        policy = loop.remote_policy(args.target, args.max_steps or loop.REMOTE_STEPS)
         opts = [TuneOptions(task_id=t, target=args.target, baseline=args.baseline, budget=args.budget, policy=policy)
                 for t in args.tasks]
         for rid in loop.start(store, opts):

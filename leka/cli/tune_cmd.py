@@ -197,6 +197,8 @@ def best_line(f: dict) -> str:
     if not f.get("correct"):
         return f"best: NOT verified in the fresh worker: {f.get('failure')}: {f.get('error')}"
     sp, base = f.get("speedup"), f.get("baseline")
+    if f.get("floor"):
+        return f"no candidate beat {base}: its own kernel is the answer (the floor; docs/agent.md)"
     if not isinstance(sp, (int, float)):
         return "best: correct (not timed)"
     timing = (f"{f['candidate_ms']:.4g} ms vs {f['baseline_ms']:.4g} ms, re-measured in a fresh worker; "

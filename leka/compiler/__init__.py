@@ -10,10 +10,10 @@ from leka.targets import TargetPreset, get_target
 from .artifact import Allocation, Artifact, KernelLaunch, first_line
 from .backends import BACKENDS
 from .errors import CompileError
-from .schedules import RULE_SETS, default_schedule
+from .schedules import RULE_SETS, baseline_module, default_schedule
 
-__all__ = ["Allocation", "Artifact", "BACKENDS", "CompileError", "KernelLaunch", "RULE_SETS", "build",
-           "default_schedule", "first_line"]
+__all__ = ["Allocation", "Artifact", "BACKENDS", "CompileError", "KernelLaunch", "RULE_SETS", "baseline_module",
+           "build", "default_schedule", "first_line"]
 
 
 def build(mod, target: TargetPreset | str | dict) -> Artifact:

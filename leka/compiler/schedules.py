@@ -44,6 +44,18 @@ def default_schedule(func, target: TargetPreset | str | dict, rules: str = "naiv
     return out
 
 
+def baseline_module(func, target: TargetPreset | str | dict, name: str) -> tuple[str, object]:
+    """(label, IRModule) of a named baseline ("tvm-naive" or "tvm-dlight"): where dlight has no rule for the
+    function, its default is the naive lowering, labelled "tvm-dlight(naive)"."""
+    rules = name.split("-", 1)[1] if name.startswith("tvm-") else name
+    if rules not in RULE_SETS:
+        raise LekaError(f"unknown baseline {name!r}; known: {', '.join('tvm-' + r for r in RULE_SETS)}")
+    mod = default_schedule(func, target, rules=rules)
+    if mod is None:
+        return f"{name}(naive)", default_schedule(func, target, rules="naive")
+    return name, mod
+
+
 def _first_rule(rules, func, target):
     """dlight's ApplyDefaultSchedule loop, except that a rule that raises counts as "does not apply"
     (0.27's gpu.Matmul asserts on some fp16 patterns) so the next rule still gets its chance."""

@@ -75,17 +75,13 @@ class Evaluator:
         """(label, TVMScript) of a named baseline for this task and target."""
         key = (task.id, name)
         if key not in self._baselines:
-            from leka.compiler import default_schedule
+            from leka.compiler import baseline_module
 
             if name not in BASELINES:
                 from leka.errors import LekaError
 
                 raise LekaError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
-            rules = name.split("-", 1)[1]
-            mod = default_schedule(task.build(), self.target, rules=rules)
-            label = name
-            if mod is None:  # dlight has no rule for this function: it is the naive lowering
-                mod, label = default_schedule(task.build(), self.target, rules="naive"), f"{name}(naive)"
+            label, mod = baseline_module(task.build(), self.target, name)
             self._baselines[key] = (label, mod.script())
         return self._baselines[key]
 

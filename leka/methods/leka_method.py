@@ -73,7 +73,9 @@ class LekaMethod:
         # makes a rebuilt client free)
         self._proposer = make_proposer(self.options.get("llm"), self.options.get("base_url"), budget,
                                        self.prompt_variants, pick=self.options.get("pick"), seed=ctx.sample_idx)
-        baseline = self.options.get("baseline", "tvm-naive")
+        from leka.agent.floor import default_baseline
+
+        baseline = self.options.get("baseline") or default_baseline(target)
         run_id = f"{ctx.run_id}.{task.id}.{ctx.sample_idx}"
         store = TraceStore()
         try:
@@ -90,7 +92,7 @@ class LekaMethod:
                 evaluate = evaluate_fn(ctx.evaluator, task, baseline)
                 remeasure = fresh_worker_fn(target, ctx.evaluator.config, task, baseline)
             agent_ctx = build_context(run_id, task, target, self._proposer, evaluate, remeasure, budget, store,
-                                      self.limits)
+                                      self.limits, baseline)
             ctx.say(f"leka: {task.id} run {run_id} ({proposer_label(self._proposer)})")
             try:
                 final = drive(agent_ctx, store, policy=self.policy, resume=resume, progress=NoProgress(),
@@ -121,7 +123,7 @@ class LekaMethod:
         samples.append(Sample(result=result, method=self.name,
                               candidate_hash=final.get("source_hash"), proposer=final.get("proposer"),
                               budget_spent=final.get("budget_spent", {}), meta=final_meta,
-                              source=_final_source(final, task, target)))
+                              source=_final_source(final, task, target, baseline)))
         return samples
 
 
@@ -135,11 +137,15 @@ def _remote_fns(path: str, run_id: str, task: Any, target: Any, baseline: str) -
             remote_evaluate_fn(store, run_id, task, name, baseline, salt="final"))
 
 
-def _final_source(final: dict[str, Any], task: Any, target: Any) -> str | None:
+def _final_source(final: dict[str, Any], task: Any, target: Any, baseline: str) -> str | None:
     """The final kernel's TVMScript, kept in the store so `leka bench export --scripts` can write it."""
+    from leka.agent.floor import floor_fn
     from leka.errors import LekaError
     from leka.kernel_export import ir_script
 
+    floor = floor_fn(task, target, baseline)
+    if final.get("floor") and floor is not None:
+        return floor()
     if not final.get("best_ir"):
         return None
     try:

@@ -81,7 +81,7 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
             p.budget, p.quick, p.why_not = None, False, "remote run ended without a decision"
     elif not preset.runnable:
         for p in profs:  # nothing can be measured here: build-only (tuned kernels come from the db only)
-            p.budget, p.why_not = None, "build-only target: not measurable here"
+            p.budget, p.quick, p.why_not = None, False, build_only_why(preset)
     with TuningDB(opts.db) as db:
         # --remote: the same command again continues the run that waits for the remote host
         run_id, resumed = db.start_run(loaded.sha256, target_key(preset), opts.method, opts.resume or opts.remote)
@@ -121,6 +121,14 @@ def _import_and_profile(opts: OptimizeOptions, preset: Any, view: OptimizeView,
 def _with_minutes(spec: str | None, minutes: float) -> str:
     parts = [p for p in (spec or "").split(",") if p.strip() and not p.strip().startswith("minutes")]
     return ",".join([*parts, f"minutes={minutes:.6g}"])
+
+
+def build_only_why(preset: Any) -> str:
+    """Why a build-only target's kernels are not tuned here, and what tunes them."""
+    if preset.family != "cuda":
+        return "build-only target: not measurable here (docs/targets.md)"
+    return (f"no GPU here: tune with `--target {preset.name} --remote` (job folders run on the GPU host), "
+            "docs/cuda.md")
 
 
 def _check_remote(opts: OptimizeOptions, preset: Any) -> None:
@@ -357,4 +365,5 @@ def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProf
                                            or "nothing"},
             "build_s": result.get("build_s"), "latency": result.get("latency"), "latency_threads": _threads(preset),
             "prepacked": result.get("prepacked", []),  # kernels whose weight packing ran at build time (prepack.py)
-            "verification": verification, "wall_s": time.monotonic() - t0}
+            "verification": verification, "wall_s": time.monotonic() - t0,
+            "tuning_note": None if preset.runnable or opts.remote else f"kernels not tuned: {build_only_why(preset)}"}

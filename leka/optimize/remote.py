@@ -18,7 +18,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from leka.remote.loop import REMOTE_K, REMOTE_STEPS  # noqa: F401 - REMOTE_STEPS: for the CLI and pipeline
+from leka.remote.loop import REMOTE_STEPS, remote_policy  # noqa: F401 - REMOTE_STEPS: for the CLI and pipeline
 
 from .db import TuningDB, Winner, target_key
 from .extract import spec_data
@@ -55,6 +55,8 @@ def tune_remote(profs: list[KernelProfile], preset: Any, opts: Any, run_id: str,
 
     store = PendingStore(opts.remote_store)
     try:
+        if opts.remote_stop and profs:
+            _check_something_measured(store, profs, preset)
         links, started, waiting, done = store.linked(run_id), 0, 0, {}
         for p in profs:
             rid = links.get(p.spec.task_id)
@@ -67,6 +69,9 @@ def tune_remote(profs: list[KernelProfile], preset: Any, opts: Any, run_id: str,
                 waiting += 1
                 on_event(p.spec.key, "msg", f"run {rid}: waiting for the remote host")
                 continue
+            if w.detail.get("unmeasured"):  # stopped before any device result: no decision, re-tuned next time
+                p.why_not = "stopped by --remote-stop before the device measured it; the next --remote run tunes it"
+                continue
             db.put(w, target_key(preset))
             done[p.spec.key] = w
             on_event(p.spec.key, "done", w)
@@ -78,13 +83,25 @@ def tune_remote(profs: list[KernelProfile], preset: Any, opts: Any, run_id: str,
         store.close()
 
 
+def _check_something_measured(store: Any, profs: list[KernelProfile], preset: Any) -> None:
+    """--remote-stop with no device result for any kernel would keep every default for nothing: refused."""
+    from . import OptimizeError
+
+    if any(store.measured(p.spec.task_id, preset.name, baseline_for(preset)) for p in profs):
+        return
+    raise OptimizeError(f"--remote-stop: the remote host has measured none of the model's {len(profs)} kernel(s) "
+                        f"yet ({len(store.open_requests())} measurement(s) open), so nothing would be kept: run a "
+                        "round first (`leka remote batch -o jobs`, `python3 -m leka.remote.multi` on the GPU host, "
+                        "`leka remote ingest jobs/round-N`; docs/cuda.md), or build with dlight's kernels now by "
+                        "leaving out --remote")
+
+
 def _start(store: Any, p: KernelProfile, preset: Any, opts: Any) -> str:
     from leka.agent.session import TuneOptions
-    from leka.agent.state import Policy
     from leka.remote import loop
 
     store.put_task(p.spec.task_id, FACTORY, spec_data(p.spec))
-    policy = Policy(k=REMOTE_K, max_steps=opts.remote_steps, layers=LAYERS)
+    policy = remote_policy(preset, opts.remote_steps, layers=LAYERS)
     tune = TuneOptions(task_id=p.spec.task_id, target=preset.name, llm=opts.llm, base_url=opts.base_url,
                        policy=policy, baseline=baseline_for(preset))
     return loop.start(store, [tune])[0]
@@ -101,7 +118,8 @@ def _settle(store: Any, rid: str, p: KernelProfile, preset: Any, opts: Any, run_
         status = "stopped"
     measured = store.measured(p.spec.task_id, preset.name, baseline_for(preset))
     if status == "stopped":
-        return _best_so_far(measured, rid, p, run_id)
+        return _best_so_far(measured, rid, p, run_id) if measured else _winner(p, run_id, rid, None, {},
+                                                                              unmeasured=True)
     if status != "done":
         return None
     final = TraceStore().get_run(rid)["final"] or {}

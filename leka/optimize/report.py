@@ -64,6 +64,8 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
                      f"max abs error {errs}")
     else:
         lines.append(f"verification: {v.get('status', 'not run')} {v.get('why', '')}".strip())
+    if m.get("tuning_note"):
+        lines.append(m["tuning_note"])
     return lines
 
 

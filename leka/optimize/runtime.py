@@ -12,9 +12,19 @@ from typing import Any
 
 import numpy as np
 
+from leka.errors import NotRunnableError
+
 from . import OptimizeError
 from .artifact import CHECK_EXPECTED, CHECK_INPUTS, LIBRARY, load_manifest, verify_digests
 
+NO_DEVICE = {
+    "cuda": "this is a CUDA artifact and this machine has no CUDA GPU (or TVM has no CUDA runtime here): run it "
+            "on the GPU host with TVM's runtime bundle (`leka gpu-bundle -o .gpu-bundle`, then `leka run OUT "
+            "--check` there; docs/cuda.md), or tune on that GPU from here with `leka optimize MODEL --target cuda "
+            "--remote` (docs/optimize.md)",
+    "opencl": "this is an OpenCL artifact and this machine has no OpenCL device TVM can use: run it on the device "
+              "(`leka run OUT --check` there; docs/targets.md)",
+}
 POOLED_ALLOCATOR = 2  # relax.VirtualMachine.POOLED_ALLOCATOR
 KDL_CPU, KDL_CUDA, KDL_OPENCL = 1, 2, 4
 
@@ -27,11 +37,12 @@ def _device(family: str) -> Any:
             pass
     import tvm
 
-    if family == "cuda":
-        return tvm.runtime.device("cuda", 0), KDL_CUDA
-    if family == "opencl":
-        return tvm.runtime.device("opencl", 0), KDL_OPENCL
-    return tvm.runtime.device("cpu", 0), KDL_CPU
+    if family == "cpu":
+        return tvm.runtime.device("cpu", 0), KDL_CPU
+    dev = tvm.runtime.device(family, 0)
+    if not dev.exist:  # else TVM's loader fails later with "a loader of that name is not registered"
+        raise NotRunnableError(NO_DEVICE.get(family, f"this artifact runs on a {family} device; none is here"))
+    return dev, KDL_CUDA if family == "cuda" else KDL_OPENCL
 
 
 class VMCall:

@@ -54,9 +54,11 @@ def _compile(code, target=None):
     with open(src, "w") as f:
         f.write(code)
     subprocess.run(["nvcc", "-cubin", "-O3", f"-arch={ARCH}", "-w", "-o", out, src], check=True)
-    if cache:
+    if cache:  # written whole, then renamed: jobs checked in parallel may share a kernel
         os.makedirs(cache, exist_ok=True)
-        shutil.copy(out, os.path.join(cache, key + ".cubin"))
+        part = os.path.join(cache, f"{key}.{os.getpid()}.part")
+        shutil.copy(out, part)
+        os.replace(part, os.path.join(cache, key + ".cubin"))
     with open(out, "rb") as f:
         return bytearray(f.read())
 '''

@@ -18,6 +18,17 @@ REMOTE_STEPS = 2
 REMOTE_K = 4
 
 
+def remote_policy(target: Any, max_steps: int = REMOTE_STEPS, **kw: Any) -> Any:
+    """A remote run's policy: REMOTE_K proposals a step (one round each); on a GPU, stop after a round in
+    which nothing beat a launch-bound dlight kernel (Policy.no_headroom_ms)."""
+    from leka.agent.floor import LAUNCH_FLOOR_MS
+    from leka.agent.state import Policy
+    from leka.targets import get_target
+
+    gpu = get_target(target).family != "cpu"
+    return Policy(k=REMOTE_K, max_steps=max_steps, no_headroom_ms=LAUNCH_FLOOR_MS if gpu else None, **kw)
+
+
 def _drive(store: PendingStore, run_id: str, opts: Any, *, resume: bool, trace: Any = None,
            checkpoint: str | Path | None = None) -> dict[str, Any] | None:
     """Run (or resume) one run until it ends (final record) or pauses on measurements (None)."""
@@ -31,9 +42,10 @@ def _drive(store: PendingStore, run_id: str, opts: Any, *, resume: bool, trace: 
     trace = trace or TraceStore()
     budget = Budget.parse(opts.budget)
     proposer = make_proposer(opts.llm, opts.base_url, budget)
-    evaluate = remote_evaluate_fn(store, run_id, task, target.name, opts.baseline)
-    remeasure = remote_evaluate_fn(store, run_id, task, target.name, opts.baseline, salt="final")
-    ctx = build_context(run_id, task, target, proposer, evaluate, remeasure, budget, trace, opts.limits())
+    baseline = opts.baseline_for(target)
+    evaluate = remote_evaluate_fn(store, run_id, task, target.name, baseline)
+    remeasure = remote_evaluate_fn(store, run_id, task, target.name, baseline, salt="final")
+    ctx = build_context(run_id, task, target, proposer, evaluate, remeasure, budget, trace, opts.limits(), baseline)
     store.set_run(run_id, {"tune": opts.to_json()}, "running")
     try:
         final = drive(ctx, trace, policy=opts.policy, resume=resume, checkpoint=checkpoint,

@@ -10,6 +10,9 @@ context is lost) is recorded as `crash` and a fresh process goes on with the nex
 Phase 2 (timing, one job at a time): the correct modules are timed alternately, `rounds` x
 `time_evaluator(number)` (fewer runs for a slow
 kernel: about ROUND_S per round), so drift hits all alike. Writes DIR/check.json and DIR/result.json.
+GPU_CUBIN_CACHE defaults to one folder per host (CUBIN_CACHE): phase 2 loads the cubins phase 1 compiled
+instead of running nvcc again for every module, one job at a time (~1 s a module), and a later round reuses
+dlight's and every repeated candidate's. The last line printed is the round's wall time by phase.
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -26,6 +31,7 @@ import numpy as np
 
 from .run_job import _setup_cuda, compare
 
+CUBIN_CACHE = Path(tempfile.gettempdir()) / "leka-cubins"
 ROUND_S = 0.005  # each timing round of a module lasts about this long (µs kernels: up to `number` runs)
 _FATAL = ("illegal", "CUDA_ERROR", "cudaError", "unspecified launch failure", "misaligned")
 
@@ -144,13 +150,19 @@ def main(argv: list[str] | None = None) -> int:
         return check_one(a.dirs[0])
     if a.time_one:
         return time_one(a.dirs[0])
+    os.environ.setdefault("GPU_CUBIN_CACHE", str(CUBIN_CACHE))  # inherited by every child process
+    t0 = time.monotonic()
     with ThreadPoolExecutor(max(1, a.jobs)) as pool:
         list(pool.map(_check_until_done, a.dirs))
-    failed = 0
+    t1, failed = time.monotonic(), 0
     for d in a.dirs:
         rc = _child("time-one", d)
         failed += rc != 0
         print(json.dumps({"dir": str(d), "timed": rc == 0}), flush=True)
+    t2 = time.monotonic()
+    modules = sum(len(json.loads((d / "job.json").read_text())["modules"]) for d in a.dirs)
+    print(json.dumps({"round": {"jobs": len(a.dirs), "modules": modules, "check_s": round(t1 - t0, 1),
+                                "time_s": round(t2 - t1, 1), "wall_s": round(t2 - t0, 1)}}), flush=True)
     return 1 if failed else 0
 
 
