@@ -171,12 +171,14 @@ def _step_work(state: AgentState, ctx: AgentContext, layer: str, proposals: list
 def _propose(state: AgentState, ctx: AgentContext, layer: str, policy: Policy, base_ir: Any) -> list[dict[str, Any]]:
     control = policy.control and _control_due(state, ctx, layer, base_ir, policy.k)
     history = feedback_history(state.get("steps", []), policy.history_len)
-    walked = tuple(policy.layers)
+    # an ablation that leaves layers out says so (no memory decision in a schedule-only run); a full walk
+    # keeps propose's plain (layer, ir, history, k) form
+    walked = {} if tuple(policy.layers) == tuple(LAYERS) else {"walked": tuple(policy.layers)}
     out = [_proposal_to_json(p, layer)
-           for p in ctx.propose(layer, base_ir, history, policy.k - (1 if control else 0), walked=walked)]
+           for p in ctx.propose(layer, base_ir, history, policy.k - (1 if control else 0), **walked)]
     if control:
         out += [_proposal_to_json(p, layer) | {"control": True}
-                for p in ctx.propose(layer, ctx.ir_from_json(state["origin"]), history, 1, walked=walked)]
+                for p in ctx.propose(layer, ctx.ir_from_json(state["origin"]), history, 1, **walked)]
     return out
 
 
