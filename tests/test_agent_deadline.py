@@ -232,3 +232,20 @@ def test_is_slower_needs_the_whole_noise_band_below_one():
     noisy = {"compiled": True, "correct": True, "speedup": 0.9} | rounds([1.0, 1.2, 0.8, 1.1, 1.3, 0.9, 1.0, 1.15, 0.85], [1.0] * 9)
     assert metrics.is_slower(slow) and not metrics.is_slower(noisy)
     assert not metrics.is_slower({"correct": False, "speedup": 0.1})
+
+
+def test_a_slow_models_two_calls_fit_the_default_step():
+    """The default step grows to fit a slow local model's reply and its one feedback (from the server's
+    measured speed); an explicit --step-limit stays as given; a proposer without a speed is unchanged."""
+    from leka.agent.session import STEP_WORK_S, sized_for_model
+
+    class SlowClient:
+        def limits(self, call_seconds=None):
+            return {"seconds_per_call": 125.0, "max_tokens": 300}
+
+    class Proposer:
+        client = SlowClient()
+
+    assert sized_for_model(Limits(), Proposer()).step_seconds(240) == 2 * 125.0 + STEP_WORK_S
+    assert sized_for_model(Limits(step_s=20.0), Proposer()).step_seconds(240) == 20.0
+    assert sized_for_model(Limits(), object()).step_seconds(240) == Limits().step_seconds(240) == 60.0

@@ -43,6 +43,7 @@ class Limits:
 
     step_s: float | None = None
     task_s: float | None = None
+    min_step_s: float | None = None  # a slow model's calls must fit a step (session.sized_for_model); not with step_s
 
     def __post_init__(self) -> None:
         for name, value in (("step limit", self.step_s), ("task limit", self.task_s)):
@@ -57,7 +58,9 @@ class Limits:
         return budget_minutes * 60.0 + FINALIZE_RESERVE_S if budget_minutes is not None else DEFAULT_TASK_S
 
     def step_seconds(self, task_s: float) -> float:
-        return float(self.step_s) if self.step_s is not None else min(max(task_s / 4, MIN_STEP_S), MAX_STEP_S)
+        if self.step_s is not None:
+            return float(self.step_s)
+        return max(min(max(task_s / 4, MIN_STEP_S), MAX_STEP_S), self.min_step_s or 0.0)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -139,6 +139,25 @@ def fresh_worker_fn(target: Any, config: Any, task: Any, baseline: str,
     return remeasure
 
 
+# Seconds a step spends besides its model calls (preparing and measuring k candidates), on top of the calls.
+STEP_WORK_S = 30.0
+
+
+def sized_for_model(limits: Any, proposer: Any) -> Any:
+    """Limits whose default step fits a slow local model's two calls (a reply and its one feedback, each as
+    long as the server's measured speed says, leka.llm.local.local_limits) plus the step's own work; an
+    explicit step limit stays as given."""
+    from dataclasses import replace
+
+    from leka.proposers.llm import MENU_CALL_S
+
+    client_limits = getattr(getattr(proposer, "client", None), "limits", None)
+    if limits.step_s is not None or not callable(client_limits):
+        return limits
+    per_call = float(client_limits(call_seconds=MENU_CALL_S)["seconds_per_call"])
+    return replace(limits, min_step_s=2 * per_call + STEP_WORK_S)
+
+
 def build_context(run_id: str, task: Any, target: Any, proposer: Any, evaluate: Callable[[str], dict[str, Any]],
                   remeasure: Callable[[str], dict[str, Any]] | None, budget: Any, store: TraceStore,
                   limits: Any = None, baseline: str | None = None) -> AgentContext:
@@ -154,7 +173,8 @@ def build_context(run_id: str, task: Any, target: Any, proposer: Any, evaluate: 
                         ir_from_json=lambda d: CandidateIR.from_json(d, task), journal=store, budget=budget,
                         proposer_name=getattr(proposer, "name", "?"), budget_errors=default_budget_errors(),
                         initial_ir=CandidateIR.initial(task).to_json(),
-                        clock=RunClock(limits or Limits(), budget), cancel=kill_evaluator_workers,
+                        clock=RunClock(sized_for_model(limits or Limits(), proposer), budget),
+                        cancel=kill_evaluator_workers,
                         floor=floor_fn(task, target, baseline))
 
 
