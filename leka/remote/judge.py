@@ -45,22 +45,35 @@ def modules_of(res: dict[str, Any], path: Path) -> dict[str, dict[str, Any]]:
     return mods
 
 
-def recheck(job_dir: Path, rec: dict[str, Any], name: str) -> str | None:
+def references(job_dir: Path, rec: dict[str, Any]) -> list[dict[str, np.ndarray]] | str:
+    """The references of every trial, read once per job from files whose sha256 is the one this side kept, or
+    why they cannot be used."""
+    from leka.outside_files import load_npz
+
+    refs = []
+    for trial in rec["trials"]:
+        path = job_dir / trial["file"]
+        if not path.is_file() or sha256_file(path) != trial["sha256"]:
+            return f"not verified here: trial file {trial['file']} is not the one this side wrote"
+        refs.append(load_npz(path))
+    return refs
+
+
+def recheck(job_dir: Path, rec: dict[str, Any], name: str, refs: list[dict[str, np.ndarray]] | str) -> str | None:
     """None when the outputs `name` sent back match this side's references on every trial, else why not."""
     from leka.outside_files import load_npz
 
     from .run_job import compare
 
+    if isinstance(refs, str):
+        return refs
     limit = sum(math.prod(s) * np.dtype(d).itemsize for s, d in rec["outputs"])  # exactly what was asked
-    for k, trial in enumerate(rec["trials"]):
-        ref_path, out_path = job_dir / trial["file"], job_dir / f"out_{name}_{k}.npz"
-        if not ref_path.is_file() or sha256_file(ref_path) != trial["sha256"]:
-            return f"not verified here: trial file {trial['file']} is not the one this side wrote"
+    for k, ref in enumerate(refs):
+        out_path = job_dir / f"out_{name}_{k}.npz"
         if not out_path.is_file():
             return f"not verified here: no outputs came back for trial {k} ({out_path.name})"
         try:
             got = load_npz(out_path, limit_bytes=limit)
-            ref = load_npz(ref_path)
         except LekaError as e:
             return f"not verified here: {e}"
         for i, (shape, dtype) in enumerate(rec["outputs"]):
@@ -93,10 +106,10 @@ def timing(m: dict[str, Any], rec: dict[str, Any]) -> dict[str, Any] | str:
     return s
 
 
-def judge(job_dir: Path, rec: dict[str, Any], mods: dict[str, dict[str, Any]], name: str,
-          meta: dict[str, Any], base: dict[str, Any] | str | None) -> dict[str, Any]:
-    """The result of module `name` (asked by this side) as the evaluator's result shape; `base`: the baseline's
-    timing summary, or why it has none (judged once per job by baseline_timing)."""
+def judge(job_dir: Path, rec: dict[str, Any], mods: dict[str, dict[str, Any]], name: str, meta: dict[str, Any],
+          refs: list[dict[str, np.ndarray]] | str, base: dict[str, Any] | str | None) -> dict[str, Any]:
+    """The result of module `name` (asked by this side) as the evaluator's result shape; refs: the job's
+    references (`references`); `base`: the baseline's timing summary, or why it has none (baseline_timing)."""
     m = mods[name]
     verdict = m.get("verdict")
     err = m.get("error")
@@ -108,7 +121,7 @@ def judge(job_dir: Path, rec: dict[str, Any], mods: dict[str, dict[str, Any]], n
         if verdict not in _FAILURE:
             out["error"] = f"not verified here: remote verdict {str(verdict)[:40]!r}"
         return out
-    why = recheck(job_dir, rec, name)
+    why = recheck(job_dir, rec, name, refs)
     if why:
         return dict(out, failure="wrong", error=why)
     cand = timing(m, rec)
@@ -127,10 +140,11 @@ def judge(job_dir: Path, rec: dict[str, Any], mods: dict[str, dict[str, Any]], n
     return out
 
 
-def baseline_timing(job_dir: Path, rec: dict[str, Any], mods: dict[str, dict[str, Any]]) -> dict[str, Any] | str:
+def baseline_timing(job_dir: Path, rec: dict[str, Any], mods: dict[str, dict[str, Any]],
+                    refs: list[dict[str, np.ndarray]] | str) -> dict[str, Any] | str:
     """The baseline's timing summary when it too is verified here, else why there is none."""
     b = mods.get(BASE)
     if b is None or b.get("verdict") != "correct":
         return "result is missing or not correct"
-    why = recheck(job_dir, rec, BASE)
+    why = recheck(job_dir, rec, BASE, refs)
     return why or timing(b, rec)

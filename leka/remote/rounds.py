@@ -61,7 +61,7 @@ def ingest(store: PendingStore, root: str | Path) -> dict[str, int]:
     from leka.errors import LekaError
     from leka.outside_files import read_json_object as read_json
 
-    from .judge import BASE, baseline_timing, judge, modules_of
+    from .judge import BASE, baseline_timing, judge, modules_of, references
 
     jobs = sorted(Path(root).rglob("job.json")) if Path(root).is_dir() else []
     if not jobs:
@@ -81,7 +81,8 @@ def ingest(store: PendingStore, root: str | Path) -> dict[str, int]:
         read.append((job_json.parent, rec, res, modules_of(res, res_path)))
     rounds_seen: set[int] = set()
     for job_dir, rec, res, mods in read:
-        base = baseline_timing(job_dir, rec, mods)
+        refs = references(job_dir, rec)
+        base = baseline_timing(job_dir, rec, mods, refs)
         for name in mods:
             key = rec["modules"].get(name)
             if name == BASE:
@@ -91,7 +92,7 @@ def ingest(store: PendingStore, root: str | Path) -> dict[str, int]:
                 continue
             rnd = store.round_of(key)
             meta = {"round": rnd, "device": str(res.get("device_name"))[:80], "job": job_dir.name}
-            counts["new" if store.put_result(key, rnd, judge(job_dir, rec, mods, name, meta, base))
+            counts["new" if store.put_result(key, rnd, judge(job_dir, rec, mods, name, meta, refs, base))
                    else "already_known"] += 1
             rounds_seen.add(rnd)
     for rnd in rounds_seen:
