@@ -57,13 +57,26 @@ def cmd_run(args) -> int:
     return ExitCode.BUDGET if out.stopped else ExitCode.OK
 
 
+def _command_options(args) -> dict[str, Any]:
+    """--option KEY=VALUE items, with --llm/--base-url as the llm/base_url options they stand for."""
+    from leka.errors import LekaError
+
+    options = _parse_options(args.option)
+    for key, value in (("llm", args.llm), ("base_url", args.base_url)):
+        if value:
+            if options.get(key) not in (None, value):
+                raise LekaError(f"--{key.replace('_', '-')} and --option {key}= disagree; give one")
+            options[key] = value
+    return options
+
+
 def _resume_spec(store: Any, args) -> _RunSpec:
     from leka.resume_guard import refuse_widening, resolved_paths
     from leka.tasks import get_task, load_task_folder
 
     run = store.get_run(args.resume)
     cfg = run["config"]
-    given = _parse_options(args.option)
+    given = _command_options(args)
     stored = cfg.get("options") if isinstance(cfg.get("options"), dict) else {}
     refuse_widening(run["run_id"], [("--tasks", cfg.get("task_paths"), args.tasks)]
                     + [(f"--option {k}", stored.get(k), given.get(k)) for k in ("llm", "base_url")])
@@ -86,12 +99,7 @@ def _new_spec(args) -> _RunSpec:
     sel, tasks = _select(args)
     if not tasks:
         raise LekaError("no workload matches the filters (see `leka bench list`)")
-    options = _parse_options(args.option)
-    for key, value in (("llm", args.llm), ("base_url", args.base_url)):
-        if value:
-            if options.get(key) not in (None, value):
-                raise LekaError(f"--{key.replace('_', '-')} and --option {key}= disagree; give one")
-            options[key] = value
+    options = _command_options(args)
     if args.remote is not None:  # few rounds by default: each step is one round on the remote host
         from leka.remote.loop import REMOTE_K, REMOTE_STEPS
 
