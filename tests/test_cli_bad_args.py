@@ -60,6 +60,7 @@ OPTIONAL = {  # subcommands other engineers add: walked when they exist
     "remote": [["remote"], ["remote", "tune", "nope"], ["remote", "ingest", "missing-dir"],
                ["remote", "tune", "nope", "--target", "cuda"]],
     "gpu-bundle": [["gpu-bundle", "--arch", "sparc"], ["gpu-bundle", "--python", "x"]],
+    "llm": [["llm", "serve", "--model", "/nonexistent.gguf"], ["llm", "serve", "--threads", "many"]],
 }
 
 
