@@ -7,7 +7,9 @@ its own distribution and seed stream: leka.remote.job.make_multi_job) with NaN-p
 outputs, compared with the NumPy reference computed on the build host; the outputs are written back
 (`DIR/out_<module>_<trial>.npz`) for checking there. A kernel that faults (illegal address: the CUDA
 context is lost) is recorded as `crash` and a fresh process goes on with the next module.
-Phase 2 (timing, one job at a time): the correct modules are timed alternately, `rounds` x
+Phase 2 (timing, one job at a time, every job in one process: a process per job cost ~6 s of start, import
+and CUDA context each, 280-350 s of a 45-51 job round on the H200; a process that dies goes on in a fresh
+one from the next job): the correct modules are timed alternately, `rounds` x
 `time_evaluator(number)` (fewer runs for a slow
 kernel: about ROUND_S per round), so drift hits all alike. Writes DIR/check.json and DIR/result.json.
 GPU_CUBIN_CACHE defaults to one folder per host (CUBIN_CACHE): phase 2 loads the cubins phase 1 compiled
@@ -132,6 +134,30 @@ def _child(phase: str, job_dir: Path) -> int:
                           env=dict(os.environ), timeout=900).returncode
 
 
+def time_many(dirs: list[Path]) -> int:
+    """Time each job in turn in this process, one line per job as it ends (the parent follows them)."""
+    for d in dirs:
+        t0 = time.monotonic()
+        time_one(d)
+        print(json.dumps({"dir": str(d), "timed": True, "s": round(time.monotonic() - t0, 2)}), flush=True)
+    return 0
+
+
+def _time_all(dirs: list[Path]) -> int:
+    """Phase 2: every job in one process; after a death, the job it died in is failed, the rest go on."""
+    todo, failed = list(dirs), 0
+    while todo:
+        proc = subprocess.run([sys.executable, "-m", "leka.remote.multi", "--time-many", *map(str, todo)],
+                              env=dict(os.environ), stdout=subprocess.PIPE, text=True, timeout=3600)
+        done = {json.loads(ln)["dir"] for ln in proc.stdout.splitlines() if ln.startswith("{")}
+        print(proc.stdout, end="", flush=True)
+        todo = [d for d in todo if str(d) not in done]
+        if proc.returncode != 0 and todo:
+            print(json.dumps({"dir": str(todo[0]), "timed": False}), flush=True)
+            todo, failed = todo[1:], failed + 1
+    return failed
+
+
 def _check_until_done(job_dir: Path) -> None:
     n = len(json.loads((job_dir / "job.json").read_text())["modules"])
     for _ in range(n + 1):  # each crash costs one fresh process
@@ -145,20 +171,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=4, help="jobs checked at once (phase 1)")
     ap.add_argument("--check-one", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--time-one", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--time-many", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.check_one:
         return check_one(a.dirs[0])
     if a.time_one:
         return time_one(a.dirs[0])
+    if a.time_many:
+        return time_many(a.dirs)
     os.environ.setdefault("GPU_CUBIN_CACHE", str(CUBIN_CACHE))  # inherited by every child process
     t0 = time.monotonic()
     with ThreadPoolExecutor(max(1, a.jobs)) as pool:
         list(pool.map(_check_until_done, a.dirs))
-    t1, failed = time.monotonic(), 0
-    for d in a.dirs:
-        rc = _child("time-one", d)
-        failed += rc != 0
-        print(json.dumps({"dir": str(d), "timed": rc == 0}), flush=True)
+    t1 = time.monotonic()
+    failed = _time_all(a.dirs)
     t2 = time.monotonic()
     modules = sum(len(json.loads((d / "job.json").read_text())["modules"]) for d in a.dirs)
     print(json.dumps({"round": {"jobs": len(a.dirs), "modules": modules, "check_s": round(t1 - t0, 1),
