@@ -139,7 +139,17 @@ def test_bench_run_remote_pauses_and_resumes(home, capsys):
         n_rounds += 1
         assert n_rounds <= 3
     recs = ResultStore(results).samples(run_id)
-    assert len(recs) == 1 and recs[0]["remote"]["job"]  # the final record, measured by the stand-in
+    assert len(recs) == 1  # the final record; a winner carries the stand-in's job, no winner is no_candidate
+    assert recs[0]["remote"]["job"] if recs[0]["correct"] else recs[0]["status"] == "no_candidate"
+    cands = [json.loads(c["record_json"]) for c in _candidate_rows(results)]
+    assert cands and all(c["remote"]["job"] for c in cands if c["compiled"])  # every kernel measured there
+
+
+def _candidate_rows(results: Path) -> list[dict[str, str]]:
+    import sqlite3
+
+    with sqlite3.connect(results) as db:
+        return [{"record_json": r[0]} for r in db.execute("SELECT record_json FROM candidates")]
 
 
 def test_a_gpu_winner_survives_the_model_builds_dlight_pass(home):

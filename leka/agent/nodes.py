@@ -112,6 +112,8 @@ def _fill_from_result(cand: CandidateRecord, res: dict[str, Any]) -> None:
     cand["candidate_ms"] = res.get("candidate_ms")
     cand["baseline_ms"] = res.get("baseline_ms")
     cand["source_hash"] = res.get("candidate_hash")
+    if isinstance(res.get("remote"), dict):  # measured by the remote host: its job, for the records
+        cand["remote"] = res["remote"]
 
 
 def _prepare_one(ctx: AgentContext, base_ir: Any, prop: dict[str, Any], seen: set[str], layer: str) -> dict[str, Any]:

@@ -85,6 +85,7 @@ class CandidateRecord(TypedDict, total=False):
     baseline_ms: float | None
     source_hash: str | None
     control: bool  # built on the task's own algorithm while the best has a rewritten one (see nodes)
+    remote: dict[str, Any]  # the remote host's job that measured it (leka/remote/judge.py)
     menu: dict[str, Any]  # a menu pick: size, position shown, offline rank, id (leka.proposers.menu)
 
 

@@ -181,7 +181,8 @@ def _as_result(cand: dict[str, Any], task: Any, target: Any, baseline: str) -> d
     return {"task": task.id, "target": getattr(target, "name", str(target)), "compiled": cand.get("compiled"),
             "correct": cand.get("correct"), "failure": cand.get("failure"), "error": cand.get("error"),
             "speedup": cand.get("speedup"), "candidate_ms": cand.get("candidate_ms"),
-            "baseline_ms": cand.get("baseline_ms"), "baseline": baseline, "candidate_hash": cand.get("source_hash")}
+            "baseline_ms": cand.get("baseline_ms"), "baseline": baseline, "candidate_hash": cand.get("source_hash"),
+            "remote": cand.get("remote")}
 
 
 register_method(LekaMethod.name, LekaMethod)
