@@ -64,6 +64,20 @@ def test_serve_status_stop(home, capsys):
     assert main(["llm", "status"]) == 0 and "no local model server" in capsys.readouterr().out
 
 
+def test_server_found_after_the_clock_moved(home, capsys):
+    """psutil's create_time follows the wall clock; a server whose recorded start time no longer matches is
+    still the server (it serves its port), and a pid running something else is not."""
+    assert main(["llm", "serve", "--model", str(home)]) == 0
+    capsys.readouterr()
+    path = next((home.parent / "home" / "llm" / "servers").glob("*.json"))
+    state = json.loads(path.read_text())
+    path.write_text(json.dumps(dict(state, create_time=state["create_time"] - 3600)))
+    assert find_server(str(home.resolve())) is not None and path.exists()
+    path.write_text(json.dumps(dict(state, pid=os.getpid())))  # a live pid that is no server of ours
+    assert find_server(str(home.resolve())) is None and not path.exists()
+    path.write_text(json.dumps(state))
+
+
 def test_server_that_does_not_start(home, monkeypatch, capsys):
     monkeypatch.setenv("FAKE_LLAMA_FAIL", "1")
     assert main(["llm", "serve", "--model", str(home)]) == 2

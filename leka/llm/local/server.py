@@ -50,7 +50,7 @@ class ServerState:
     ctx: int
     owner: str  # "serve" (leka llm serve) or "command" (started for one command, stopped after it)
     started_at: float
-    create_time: float  # the process's start time: a recycled pid is never taken for the server
+    create_time: float  # the process's start time (kept for the record; identity is the command line)
     startup_s: float = 0.0
     speed: dict[str, Any] | None = None
 
@@ -69,14 +69,26 @@ class ServerState:
         tmp.replace(self.path)
 
     def process(self) -> Any:
-        """The live server process (psutil.Process), or None when it is gone."""
+        """The live server process (psutil.Process), or None when it is gone. Identified by its command line
+        (`--port PORT`), not by create_time: psutil derives that from the boot time, which moves with
+        the wall clock, and after hours a drift past any tolerance made a serving server look gone (its state
+        file was then deleted and every later `--llm local:` lookup failed)."""
         import psutil
 
         try:
             proc = psutil.Process(self.pid)
-            return proc if abs(proc.create_time() - self.create_time) < 1.0 else None
+            cmd = proc.cmdline()
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                return None
         except psutil.Error:
             return None
+        return proc if _serves_port(cmd, self.port) else None
+
+
+def _serves_port(cmdline: list[str], port: int) -> bool:
+    """A server command line of ours listening on `port` (start_server appends `--port PORT`); a recycled pid
+    running anything else is not taken for the server."""
+    return any(a == "--port" and b == str(port) for a, b in zip(cmdline, cmdline[1:]))
 
 
 def state_dir() -> Path:
