@@ -8,6 +8,8 @@ With no model it runs the offline proposer as a flat loop with feedback and no l
 for ONE whole schedule of the best program so far (the schedule rules, then memory decisions once those
 run dry), writes it to kernel.py and profiles it; every result is fed back as history. No algorithm
 rewrites, no layer walk, no control proposal: what is left of LEKA is greedy search with feedback.
+Both are strategies of the one search loop (leka.methods.search: ToolLoop, FlatGreedy), measured through the
+workspace.
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from leka.errors import LekaError
 from leka.llm.base import reply_tokens
 from leka.methods import MethodContext, Sample, register_method
 from leka.methods.options import attempt_budget
+from leka.methods.search import BUILD_KINDS, Candidate, Measured, run_search
 
 from .common import as_sample, attempt_journal, evaluate_fn, make_llm, no_candidate_sample, proposer_name, setup
 from .workspace import PROGRAM, TOOLS, Workspace
@@ -55,29 +58,60 @@ def tool_choice(client: Any, options: dict[str, Any]) -> str:
     return str(options.get("tool_choice") or ("force" if getattr(client, "forces_tools", False) else "auto"))
 
 
-def model_loop(client: Any, ws: Workspace, options: dict[str, Any], sample_idx: int, max_turns: int) -> str:
-    """Drive the tool loop; returns why it stopped."""
-    from leka.proposers.prompting import render
+class ToolLoop:
+    """codeloop's strategy with a model (leka.methods.search): model turns whose read/write tools the
+    workspace answers at once; each build tool (compile, run_tests, profile) is a candidate for the one
+    measurement path, its answer goes back as that call's tool message. Calls run in the order the model
+    made them; the next turn is asked when a reply's calls are all answered."""
 
-    variables = {"task": json.dumps(ws.task.summary(), sort_keys=True), "target_name": ws.target.name,
-                 "facts": json.dumps(ws.target.facts, sort_keys=True)}
-    prompt = render("codeloop", ws.target.family, variables, str(options.get("prompt", "v1")))
-    forced = tool_choice(client, options) == "force"
-    tools, choice = (forced_tools(), ACT) if forced else (TOOLS, None)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt.user}]
-    max_tokens = int(options.get("max_tokens") or reply_tokens(client, 4000, TURN_CALL_S))
-    for _ in range(max_turns):
-        reply = client.complete(prompt.system, messages, tools=tools, tool_choice=choice, sample=sample_idx,
-                                max_tokens=max_tokens)
-        messages.append({"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)})
-        if not reply.tool_calls:
-            return "the model stopped calling tools"
-        for call in map(_unwrap, reply.tool_calls):
+    def __init__(self, client: Any, ws: Workspace, options: dict[str, Any], sample_idx: int, max_turns: int) -> None:
+        from leka.proposers.prompting import render
+
+        variables = {"task": json.dumps(ws.task.summary(), sort_keys=True), "target_name": ws.target.name,
+                     "facts": json.dumps(ws.target.facts, sort_keys=True)}
+        self.prompt = render("codeloop", ws.target.family, variables, str(options.get("prompt", "v1")))
+        forced = tool_choice(client, options) == "force"
+        self.tools, self.choice = (forced_tools(), ACT) if forced else (TOOLS, None)
+        self.client, self.ws, self.sample_idx, self.max_turns = client, ws, sample_idx, max_turns
+        self.max_tokens = int(options.get("max_tokens") or reply_tokens(client, 4000, TURN_CALL_S))
+        self.messages: list[dict[str, Any]] = [{"role": "user", "content": self.prompt.user}]
+        self.pending: list[dict[str, Any]] = []  # calls of the last reply not answered yet
+        self.turns = 0
+        self.stop_reason = ""
+
+    def generate(self) -> list[Candidate] | None:
+        while True:
+            if not self.pending and not self._next_turn():
+                return None
+            call = self.pending.pop(0)
             if call["name"] == "finish":
-                return "the model called finish"
-            result = ws.call(call["name"], call["arguments"])
-            messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
-    return f"turn cap ({max_turns}) reached"
+                self.stop_reason, self.pending = "the model called finish", []
+                return None
+            if call["name"] in BUILD_KINDS:
+                args = call["arguments"] if isinstance(call.get("arguments"), dict) else {}
+                if "_unparsed" not in args:
+                    return [Candidate(call["name"], path=str(args.get("path") or PROGRAM), meta={"id": call["id"]})]
+            self._answer(call["id"], self.ws.call(call["name"], call["arguments"]))
+
+    def notify(self, candidates: list[Candidate], results: list[Measured]) -> None:
+        for cand, got in zip(candidates, results):
+            self._answer(cand.meta["id"], got.reply)
+
+    def _next_turn(self) -> bool:
+        if self.turns >= self.max_turns:
+            self.stop_reason = f"turn cap ({self.max_turns}) reached"
+            return False
+        self.turns += 1
+        reply = self.client.complete(self.prompt.system, self.messages, tools=self.tools, tool_choice=self.choice,
+                                     sample=self.sample_idx, max_tokens=self.max_tokens)
+        self.messages.append({"role": "assistant", "content": reply.text, "tool_calls": list(reply.tool_calls)})
+        self.pending = [_unwrap(c) for c in reply.tool_calls]
+        if not self.pending:
+            self.stop_reason = "the model stopped calling tools"
+        return bool(self.pending)
+
+    def _answer(self, call_id: str, text: str) -> None:
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
 
 
 def _history_entry(layer: str, ir: Any, res: dict[str, Any]) -> dict[str, Any]:
@@ -86,37 +120,50 @@ def _history_entry(layer: str, ir: Any, res: dict[str, Any]) -> dict[str, Any]:
             "speedup": res.get("speedup"), "candidate_ms": res.get("candidate_ms")}
 
 
-def offline_loop(ws: Workspace, max_turns: int) -> str:
-    """The offline proposer as a flat greedy loop with feedback (see the module docstring)."""
-    from leka.ir import CandidateIR
-    from leka.proposers import OfflineProposer, ProposalRequest
+class FlatGreedy:
+    """codeloop's strategy without a model (see the module docstring): each round ONE whole schedule of the
+    best program so far from the offline rules (schedule rules, then memory decisions once those run
+    dry), profiled; every result is fed back as history."""
 
-    proposer, best = OfflineProposer(), CandidateIR.initial(ws.task)
-    best_speedup, history, seen = 1.0, [], {best.hash()}
-    layers = ["schedule", "memory"]
-    for _ in range(max_turns):
-        if not layers:
-            return "the offline proposer has nothing new"
-        props = [p for p in proposer.propose(ProposalRequest(layer=layers[0], ir=best, task=ws.task,
-                                                             target=ws.target, history=history, k=1))
-                 if p.ir.hash() not in seen]
-        if not props:
-            layers.pop(0)
-            continue
-        ir = props[0].ir
-        seen.add(ir.hash())
-        try:
-            source = ir.to_tvmscript(ws.target)
-        except Exception as e:  # an IRApplyError is feedback like a compile error
-            history.append(_history_entry(layers[0], ir, {"failure": "invalid", "error": str(e)}))
-            continue
-        ws.call("write_file", {"path": PROGRAM, "content": source})
-        ws.call("profile", {"path": PROGRAM})
-        res = ws.results[-1]
-        history.append(_history_entry(layers[0], ir, res))
-        if res.get("correct") and (res.get("speedup") or 0) > best_speedup:
-            best, best_speedup = ir, float(res["speedup"])
-    return f"turn cap ({max_turns}) reached"
+    def __init__(self, ws: Workspace, max_turns: int) -> None:
+        from leka.ir import CandidateIR
+        from leka.proposers import OfflineProposer
+
+        self.ws, self.max_turns, self.proposer = ws, max_turns, OfflineProposer()
+        self.best, self.best_speedup = CandidateIR.initial(ws.task), 1.0
+        self.history: list[dict[str, Any]] = []
+        self.seen, self.layers, self.turns = {self.best.hash()}, ["schedule", "memory"], 0
+        self.stop_reason = ""
+        self._ir: Any = None
+
+    def generate(self) -> list[Candidate] | None:
+        from leka.proposers import ProposalRequest
+
+        while self.turns < self.max_turns:
+            self.turns += 1
+            if not self.layers:
+                self.stop_reason = "the offline proposer has nothing new"
+                return None
+            req = ProposalRequest(layer=self.layers[0], ir=self.best, task=self.ws.task, target=self.ws.target,
+                                  history=self.history, k=1)
+            props = [p for p in self.proposer.propose(req) if p.ir.hash() not in self.seen]
+            if not props:
+                self.layers.pop(0)
+                continue
+            self._ir = props[0].ir
+            self.seen.add(self._ir.hash())
+            try:
+                return [Candidate("profile", self._ir.to_tvmscript(self.ws.target))]
+            except Exception as e:  # an IRApplyError is feedback like a compile error
+                self.history.append(_history_entry(self.layers[0], self._ir, {"failure": "invalid", "error": str(e)}))
+        self.stop_reason = f"turn cap ({self.max_turns}) reached"
+        return None
+
+    def notify(self, candidates: list[Candidate], results: list[Measured]) -> None:
+        res = results[0].result or {}
+        self.history.append(_history_entry(self.layers[0], self._ir, res))
+        if res.get("correct") and (res.get("speedup") or 0) > self.best_speedup:
+            self.best, self.best_speedup = self._ir, float(res["speedup"])
 
 
 class CodeLoopMethod:
@@ -140,8 +187,9 @@ class CodeLoopMethod:
             ws = Workspace(task, target, evaluate_fn(ctx, task, self.options), budget, journal=journal)
             untouched = ws.files[PROGRAM]
             try:
-                why = (offline_loop(ws, self.max_turns) if client is None
-                       else model_loop(client, ws, self.options, ctx.sample_idx, self.max_turns))
+                strategy = (FlatGreedy(ws, self.max_turns) if client is None
+                            else ToolLoop(client, ws, self.options, ctx.sample_idx, self.max_turns))
+                why = run_search(strategy, ws.measure)
             except BudgetExceeded as e:
                 why = f"budget: {e}"
             except LekaError as e:  # a model/transport error ends the loop; the best so far is the answer

@@ -14,6 +14,7 @@ from typing import Any
 
 from leka.methods import MethodContext, Sample, register_method
 from leka.methods.options import attempt_budget
+from leka.methods.search import Candidate, Measured, run_search
 
 from leka.llm import LLMReplyError
 from leka.llm.base import reply_tokens
@@ -58,6 +59,32 @@ def model_program(client: Any, task: Any, target: Any, options: dict[str, Any],
                     "tokens": sum(c.input_tokens + c.output_tokens for c in completions)}
 
 
+class OneProgram:
+    """direct's search strategy (leka.methods.search): one program, proposed once, measured once, no feedback.
+    `made` is None while no program exists; `no_kernel` says why the model made none."""
+
+    def __init__(self, propose: Any, kind: str) -> None:
+        self.propose, self.kind = propose, kind
+        self.stop_reason = "one program, no feedback"
+        self.meta: dict[str, Any] = {}
+        self.no_kernel: str | None = None
+        self.made: Measured | None = None
+
+    def generate(self) -> list[Candidate] | None:
+        if self.made is not None or self.no_kernel is not None:
+            return None
+        try:
+            source, self.meta = self.propose()
+        except LLMReplyError as e:  # two replies without a program: the model made no kernel
+            self.meta = {"calls": len(e.completions), "errors": e.errors}
+            self.no_kernel = f"no program in the model's replies: {e.errors[-1]}"
+            return None
+        return [Candidate(self.kind, source)]
+
+    def notify(self, candidates: list[Candidate], results: list[Measured]) -> None:
+        self.made = results[0]
+
+
 class DirectMethod:
     name = "direct"
 
@@ -72,19 +99,21 @@ class DirectMethod:
         budget = attempt_budget(ctx, self.options)
         client = make_llm(self.options, budget)
         if client is None:
-            source, meta = offline_flat_schedule(task, target, ctx.sample_idx)
+            def propose() -> tuple[str, dict[str, Any]]:
+                return offline_flat_schedule(task, target, ctx.sample_idx)
         else:
-            try:
-                source, meta = model_program(client, task, target, self.options, ctx.sample_idx)
-            except LLMReplyError as e:  # two replies without a program: the model made no kernel
-                meta = {"calls": len(e.completions), "errors": e.errors, "shape": "one flat program, no feedback"}
-                return [no_candidate_sample(task, target, self.options, self.name, proposer_name(client), budget,
-                                            f"no program in the model's replies: {e.errors[-1]}", meta)]
+            def propose() -> tuple[str, dict[str, Any]]:
+                return model_program(client, task, target, self.options, ctx.sample_idx)
+        strategy = OneProgram(propose, "profile" if ctx.evaluator.config.measure else "run_tests")
         # One program, no feedback: its only evaluation is the final answer, judged on held-back inputs too.
         ws = Workspace(task, target, evaluate_fn(ctx, task, self.options, holdout=True), budget)
-        result = ws.evaluate_source(source, measure=bool(ctx.evaluator.config.measure))
-        meta["shape"] = "one flat program, no feedback"
-        return [as_sample(result, self.name, proposer_name(client), budget, meta)]
+        run_search(strategy, ws.measure)
+        meta = dict(strategy.meta, shape="one flat program, no feedback")
+        if strategy.made is None or strategy.made.result is None:
+            why = strategy.no_kernel or f"no program was measured: {strategy.made.reply if strategy.made else '-'}"
+            return [no_candidate_sample(task, target, self.options, self.name, proposer_name(client), budget,
+                                        why, meta)]
+        return [as_sample(strategy.made.result, self.name, proposer_name(client), budget, meta)]
 
 
 register_method(DirectMethod.name, DirectMethod)

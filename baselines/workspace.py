@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from leka.budget import BudgetExceeded
 from leka.errors import LekaError, one_line
+from leka.methods.search import Candidate, Measured
 
 PROGRAM = "kernel.py"
 
@@ -74,7 +75,8 @@ class Workspace:
     _by_source: dict[tuple[str, bool], dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.files.setdefault(PROGRAM, initial_program(self.task, self.target))
+        if PROGRAM not in self.files:  # the lowering is only built when no program was handed in
+            self.files[PROGRAM] = initial_program(self.task, self.target)
 
     # -- the tool dispatcher --------------------------------------------------------------------
     def call(self, name: str, args: dict[str, Any]) -> str:
@@ -174,6 +176,16 @@ class Workspace:
         if res.get("measured") and res.get("correct") and res.get("speedup") is not None:
             if self.best is None or res["speedup"] > self.best["speedup"]:
                 self.best = res
+
+    def measure(self, cand: Candidate) -> Measured:
+        """The search's one measurement path (leka.methods.search): write the candidate's program (when it
+        brings one) and run its build tool, charged and journaled like any tool call."""
+        if cand.source is not None and self.files.get(cand.path) != cand.source:
+            self.call("write_file", {"path": cand.path, "content": cand.source})
+        reply = self.call(cand.kind, {"path": cand.path})
+        source = self.files.get(cand.path)
+        result = self._by_source.get((source, cand.kind == "profile")) if source is not None else None
+        return Measured(reply, result)
 
     def final(self) -> dict[str, Any] | None:
         """The attempt's answer: the best profiled correct program, else the last evaluation."""
