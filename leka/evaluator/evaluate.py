@@ -23,7 +23,7 @@ from .config import EvalConfig
 from .correctness import Verdict, check_outputs, check_timed_runs, inputs_unchanged
 from .floor import run_floor
 from .inputs import InputSource, Trial, TrialSet
-from .pool import Worker, WorkerFault
+from .pool import Worker, WorkerFault, WorkerLike
 from .result import EvalResult, candidate_hash, versions
 from .timing import plausible, summarize
 
@@ -37,7 +37,7 @@ class Evaluator:
         self.target = get_target(target)
         self.config = config or EvalConfig()
         self.threads = self._threads()
-        self.worker = Worker(self.config.mem_limit_gb, self.threads)
+        self.worker: WorkerLike = Worker(self.config.mem_limit_gb, self.threads)
         self._baselines: dict[tuple[str, str], tuple[str, str]] = {}  # (task, name) -> (label, source)
         self.inputs = InputSource(self.config)
 
