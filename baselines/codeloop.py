@@ -71,7 +71,8 @@ class ToolLoop:
                      "facts": json.dumps(ws.target.facts, sort_keys=True)}
         self.prompt = render("codeloop", ws.target.family, variables, str(options.get("prompt", "v1")))
         forced = tool_choice(client, options) == "force"
-        self.tools, self.choice = (forced_tools(), ACT) if forced else (TOOLS, None)
+        self.tools = forced_tools() if forced else TOOLS
+        self.choice: str | None = ACT if forced else None  # the forced tool's name; None: the model picks
         self.client, self.ws, self.sample_idx, self.max_turns = client, ws, sample_idx, max_turns
         self.max_tokens = int(options.get("max_tokens") or reply_tokens(client, 4000, TURN_CALL_S))
         self.messages: list[dict[str, Any]] = [{"role": "user", "content": self.prompt.user}]

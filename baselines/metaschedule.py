@@ -107,7 +107,7 @@ class MetaScheduleMethod:
             Path(req["work_dir"]).mkdir()
             out = _worker(req, Path(tmp), _time_left_s(budget))
             stopped = out is None
-            if stopped:  # wall-time limit: read back what the database holds
+            if out is None:  # wall-time limit: read back what the database holds
                 out = _worker({**req, "trials": 0}, Path(tmp), 300.0) or {"trials": 0, "script": None}
         ran = min(int(out["trials"]), trials)
         if budget is not None and ran:  # spent already (by the tuner): recorded, never refused

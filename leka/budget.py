@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any
+from typing import Any, Mapping
 
 from leka.errors import ExitCode, LekaError
 
@@ -65,7 +65,7 @@ def _parse_value(key: str, text: str, item: str) -> float:
 class Budget:
     """Limits (None = unlimited) and what has been spent against them. Thread-safe."""
 
-    def __init__(self, limits: dict[str, float | None] | None = None, *,
+    def __init__(self, limits: Mapping[str, float | None] | None = None, *,
                  clock: Any = time.monotonic) -> None:
         limits = dict(limits or {})
         unknown = sorted(set(limits) - set(LIMIT_KEYS))
@@ -140,7 +140,9 @@ class Budget:
         with self._lock:
             self.check_time()
             if not self._fits(kind, amount):
-                raise BudgetExceeded(kind, self.limits[kind], self._spent[kind], amount)  # type: ignore[arg-type]
+                limit = self.limits[kind]
+                assert limit is not None  # only a limited kind does not fit
+                raise BudgetExceeded(kind, limit, self._spent[kind], amount)
             self._spent[kind] += amount
 
     def settle(self, kind: str, amount: float) -> None:

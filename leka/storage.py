@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from leka.errors import LekaError
 
@@ -74,8 +75,8 @@ def open_db(path: str | os.PathLike[str], schema: str, *, what: str, version: in
         raise StoreError(f"cannot create the folder of {what} {path}: {e.strerror or e}") from None
     if path.is_dir():
         raise StoreError(f"{what} {path} is a folder, not a file")
-    db = sqlite3.connect(str(path), timeout=30, check_same_thread=not threads,
-                         **({"isolation_level": None} if autocommit else {}))
+    isolation: dict[str, Any] = {"isolation_level": None} if autocommit else {}
+    db = sqlite3.connect(str(path), timeout=30, check_same_thread=not threads, **isolation)
     try:
         db.execute("PRAGMA journal_mode=WAL")
         _versioned(db, schema, version, path, what)
@@ -91,3 +92,10 @@ def open_db(path: str | os.PathLike[str], schema: str, *, what: str, version: in
     if rows:
         db.row_factory = sqlite3.Row
     return db
+
+
+def inserted_id(cur: sqlite3.Cursor) -> int:
+    """The rowid an INSERT through `cur` gave its row."""
+    rowid = cur.lastrowid
+    assert rowid is not None  # set by every successful INSERT
+    return rowid

@@ -29,9 +29,9 @@ def forks(ctx: AgentContext, deadline: float | None) -> bool:
 
 def bounded_work(ctx: AgentContext, work: Callable[[Emit], None], deadline: float | None) -> Bounded:
     """IR work in a forked child killed at `deadline` when the run has a clock; else in this process."""
-    if not forks(ctx, deadline):
+    if deadline is None or not forks(ctx, deadline):
         return run_inline(work)
-    return run_forked(work, deadline)  # type: ignore[arg-type]
+    return run_forked(work, deadline)
 
 
 def evaluate(ctx: AgentContext, key: str, source: str, fn: Callable[[str], dict[str, Any]],

@@ -54,8 +54,8 @@ def finalists(state: AgentState, ctx: AgentContext) -> list[dict[str, Any]]:
     out = [{"ir": best["ir"], "speedup": best["speedup"], "step": best["step"], "layer": best["layer"],
             "summary": best["summary"], "what": "best"}]
     keys = {_ir_key(best["ir"])}
-    ranked = sorted(((c["speedup"], st["step"], st["layer"], c) for st in state.get("steps", [])
-                     for c in st.get("candidates", []) if c.get("correct") and (c.get("speedup") or 0) > 1.0),
+    ranked = sorted(((sp, st["step"], st["layer"], c) for st in state.get("steps", [])
+                     for c in st.get("candidates", []) if c.get("correct") and (sp := c.get("speedup") or 0.0) > 1.0),
                     key=lambda t: -t[0])
     for speedup, step, layer, cand in ranked:
         if len(out) > MAX_FALLBACKS:
@@ -98,6 +98,7 @@ def confirm(ctx: AgentContext, choice: dict[str, Any], prefix: str,
     """Re-measure one finalist: (reported result, speedups of all runs, why rejected or None, source)."""
     fn = ctx.remeasure or ctx.evaluate
     if choice.get("floor"):
+        assert ctx.floor is not None  # finalists() offers the floor only when the run has one
         source = ctx.floor()
         return floor_result(_source_digest(source)), [], None, source
     try:
@@ -138,7 +139,10 @@ def finalize(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 
     deadline = ctx.clock.finalize_deadline() if ctx.clock is not None else None
     rejected: list[dict[str, Any]] = []
-    chosen, res, remeasures, source = None, {}, [], ""
+    chosen: dict[str, Any] | None = None
+    res: dict[str, Any] = {}
+    remeasures: list[float | None] = []
+    source = ""
     reserve = None  # a correct finalist measured slower than the baseline: kept if nothing later confirms
     for n, choice in enumerate(finalists(state, ctx)):
         if deadline is not None and time.monotonic() >= deadline and n > 0:

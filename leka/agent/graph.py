@@ -10,13 +10,14 @@ r"""The LEKA state machine: every edge and every routing rule is declared here, 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Hashable, Iterator, cast
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 
 from . import nodes
 from .context import AgentContext
-from .state import LAYERS, AgentState, Decision, Policy
+from .state import LAYERS, AgentState, Decision, Policy, StepRecord
 
 FINALIZE = "finalize"
 
@@ -55,8 +56,8 @@ def decide(state: AgentState) -> Decision:
         if (down := _first_open(layers, below, walked)) is not None:
             return Decision(decision="advance", next=down, reason=f"{layer} exhausted ({why})")
         return Decision(decision="stop", next=FINALIZE, reason="every layer exhausted")
-    if (why := _no_headroom(state, last, policy)) is not None:
-        return Decision(decision="stop", next=FINALIZE, reason=why)
+    if (no_room := _no_headroom(state, last, policy)) is not None:
+        return Decision(decision="stop", next=FINALIZE, reason=no_room)
     if last.get("outcome") in ("failed", "bad_reply"):
         return Decision(decision="retry", next=layer, reason=f"{last['outcome']}: retry with errors fed back "
                                                              f"({layers[layer]['fails']}/{policy.max_retries})")
@@ -68,9 +69,9 @@ def decide(state: AgentState) -> Decision:
     return Decision(decision="continue", next=layer, reason=str(last.get("outcome", "")))
 
 
-def _no_headroom(state: AgentState, last: dict[str, Any], policy: Policy) -> str | None:
+def _no_headroom(state: AgentState, last: StepRecord, policy: Policy) -> str | None:
     """Why to stop a run whose baseline sits at the launch floor and that has beaten nothing, or None."""
-    base = [c["baseline_ms"] for c in last.get("candidates", []) if c.get("correct") and c.get("baseline_ms")]
+    base = [ms for c in last.get("candidates", []) if c.get("correct") and (ms := c.get("baseline_ms"))]
     if policy.no_headroom_ms is None or not base or state["best"]["step"] is not None:
         return None
     if min(base) > policy.no_headroom_ms:
@@ -83,7 +84,7 @@ def _merged(state: AgentState, update: dict[str, Any]) -> AgentState:
     """The state as LangGraph will hold it after `update` (steps is an append reducer)."""
     after: dict[str, Any] = {**state, **update}
     after["steps"] = list(state.get("steps", [])) + list(update.get("steps", []))
-    return after  # type: ignore[return-value]
+    return cast(AgentState, after)
 
 
 def _layer_node(ctx: AgentContext, layer: str) -> Callable[[AgentState], dict[str, Any]]:
@@ -106,10 +107,12 @@ def _route(state: AgentState) -> str:
 def build_graph(ctx: AgentContext) -> StateGraph:
     g = StateGraph(AgentState)
     for layer in LAYERS:
-        g.add_node(layer, _layer_node(ctx, layer))
+        # langgraph's overloads want a state type matching its TypedDictLike protocols (ClassVar keys),
+        # which mypy never sees a TypedDict class satisfy
+        g.add_node(layer, _layer_node(ctx, layer))  # type: ignore[call-overload]
     g.add_node(FINALIZE, lambda state: nodes.finalize(state, ctx))
     g.add_conditional_edges(START, start_layer, {name: name for name in LAYERS})
-    targets = {name: name for name in (*LAYERS, FINALIZE)}
+    targets: dict[Hashable, str] = {name: name for name in (*LAYERS, FINALIZE)}
     for layer in LAYERS:
         g.add_conditional_edges(layer, _route, targets)
     g.add_edge(FINALIZE, END)
@@ -123,7 +126,7 @@ def stream_run(ctx: AgentContext, initial: AgentState | None, checkpointer: Any,
     The checkpointer's thread id is the run id, so a resume continues from the last completed node.
     """
     app = build_graph(ctx).compile(checkpointer=checkpointer)
-    config = {"configurable": {"thread_id": ctx.run_id}, "recursion_limit": max_steps + 8}
+    config: RunnableConfig = {"configurable": {"thread_id": ctx.run_id}, "recursion_limit": max_steps + 8}
     for chunk in app.stream(initial, config, stream_mode="updates"):
         for node, update in chunk.items():
             if node.startswith("__"):  # __interrupt__ and friends
@@ -133,4 +136,4 @@ def stream_run(ctx: AgentContext, initial: AgentState | None, checkpointer: Any,
 
 def final_state(ctx: AgentContext, checkpointer: Any) -> AgentState:
     app = build_graph(ctx).compile(checkpointer=checkpointer)
-    return app.get_state({"configurable": {"thread_id": ctx.run_id}}).values  # type: ignore[return-value]
+    return cast(AgentState, app.get_state({"configurable": {"thread_id": ctx.run_id}}).values)

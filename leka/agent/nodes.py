@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, cast
 
 from leka.errors import one_line
 from leka.ir.layers import adopt_trusted_text_hashes, trusted_text_hashes
@@ -178,9 +178,10 @@ def _propose(state: AgentState, ctx: AgentContext, layer: str, policy: Policy, b
     walked = {} if tuple(policy.layers) == tuple(LAYERS) else {"walked": tuple(policy.layers)}
     out = [_proposal_to_json(p, layer)
            for p in ctx.propose(layer, base_ir, history, policy.k - (1 if control else 0), **walked)]
-    if control:
+    origin = state.get("origin")
+    if control and origin is not None:  # _control_due: never without an origin
         out += [_proposal_to_json(p, layer) | {"control": True}
-                for p in ctx.propose(layer, ctx.ir_from_json(state["origin"]), history, 1, **walked)]
+                for p in ctx.propose(layer, ctx.ir_from_json(origin), history, 1, **walked)]
     return out
 
 
@@ -231,7 +232,7 @@ def _gather(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord
     prepared = {m["index"]: m for m in got.of_kind("prepared")}
     if got.cut_off:
         record["cut_off"] = record["error"] = _cut_off_text(got, bound)
-        phase = next((m for m in reversed(got.of_kind("phase"))), {})
+        phase: dict[str, Any] = next((m for m in reversed(got.of_kind("phase"))), {})
         if "index" in phase and proposals:
             prepared[phase["index"]] = {"failure": "cut_off", "error": record["cut_off"],
                                         "ir_summary": _origin_line(proposals[phase["index"]])}
@@ -248,6 +249,10 @@ def _origin_line(prop: dict[str, Any]) -> str:
     return f"(cut off) origin: {_rule_of(prop) or 'unknown'} knobs={json.dumps(knobs, sort_keys=True)}"
 
 
+# what a prepared proposal (_prepare_one) hands to its candidate record
+_PREPARED_KEYS = ("ir_hash", "diff", "summary", "ir_summary", "failure", "error")
+
+
 def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord, proposals: list[dict[str, Any]],
            prepared: dict[int, dict[str, Any]], seen: list[str], best: Best, deadline: float | None,
            bound: str) -> tuple[str | None, Best, dict[str, Any] | None]:
@@ -255,13 +260,14 @@ def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord,
     rewrite as the base). Returns (stop reason, best, enabling IR)."""
     step_no, enabling, t0 = record["step"], None, time.monotonic()
     owed: list[dict[str, Any]] = []  # measurements a remote host owes: the step pauses once all are asked
+    stops: tuple[type[BaseException], ...] = (_BudgetStop, *ctx.budget_errors)
     for i, prop in enumerate(proposals):
         prep = prepared.get(i)
         if prep is None:
             break  # not reached before a cut-off
         cand = _candidate(i, prop, ctx)
         record["candidates"].append(cand)
-        cand.update({k: prep[k] for k in ("ir_hash", "diff", "summary", "ir_summary", "failure", "error") if k in prep})
+        cand.update(cast(CandidateRecord, {k: prep[k] for k in _PREPARED_KEYS if k in prep}))
         if prep.get("failure") in ("duplicate", "cut_off") or "ir_hash" not in prep:
             continue
         seen.append(prep["ir_hash"])
@@ -270,15 +276,15 @@ def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord,
         cand["valid"] = True
         if deadline is not None and time.monotonic() >= deadline:  # preparing used the step's time up
             record["cut_off"] = record["error"] = f"step cut off ({bound}) before measuring candidate {i}"
-            cand.update(failure="cut_off", error=record["cut_off"])
+            cand["failure"], cand["error"] = "cut_off", record["cut_off"]
             return (None if bound.startswith("step") else f"{bound} reached inside step {step_no}"), best, enabling
         key = f"step{step_no}:eval{i}"
         try:
             if ctx.journal.journal_get(ctx.run_id, key) is None:
                 _charge_evaluation(ctx)  # a journaled (already paid) measurement is not charged again
             res = evaluate(ctx, key, prep["source"], ctx.evaluate, deadline)
-        except (_BudgetStop, *ctx.budget_errors) as e:
-            cand.update(failure="budget", error=one_line(str(e)))
+        except stops as e:
+            cand["failure"], cand["error"] = "budget", one_line(str(e))
             return (str(e) if isinstance(e, _BudgetStop) else f"budget: {e}"), best, enabling
         if res.get("failure") == "pending":
             owed.append(res)
@@ -289,12 +295,13 @@ def _judge(state: AgentState, ctx: AgentContext, layer: str, record: StepRecord,
             record["cut_off"] = record["error"] = (f"step cut off after {time.monotonic() - t0:.0f} s of measuring "
                                                    f"({bound}): {what}")
             return (None if bound.startswith("step") else f"{bound} reached inside step {step_no}"), best, enabling
-        if cand["correct"] and cand.get("speedup") is not None and cand["speedup"] > best["speedup"]:
+        speedup = cand.get("speedup")
+        if cand["correct"] and speedup is not None and speedup > best["speedup"]:
             record["accepted"] = i
-            best = Best(ir=prop["ir"], speedup=float(cand["speedup"]), candidate_ms=cand.get("candidate_ms"),
+            best = Best(ir=prop["ir"], speedup=float(speedup), candidate_ms=cand.get("candidate_ms"),
                         step=step_no, layer=layer, summary=cand.get("summary", ""))
-        elif (layer == LAYERS[0] and best["step"] is None and cand["correct"] and cand.get("speedup")
-              and cand["speedup"] >= ENABLING_MIN * best["speedup"] and record.get("base") is None
+        elif (layer == LAYERS[0] and best["step"] is None and cand["correct"] and speedup
+              and speedup >= ENABLING_MIN * best["speedup"] and record.get("base") is None
               and not state.get("base")):
             # an enabling rewrite (see ENABLING_MIN): the first one in the proposer's order, which ranks
             # structural rewrites (lanes, separation, tables, padding) before fusion; set once (a later
@@ -346,11 +353,18 @@ def _classify(record: StepRecord, status: LayerStatus, stop_reason: str | None, 
         status["exhausted"] = True
 
 
+def _reopen(layers: dict[str, LayerStatus], names: tuple[str, ...]) -> None:
+    """A new base IR: the layers `names` get a fresh chance on it."""
+    for name in names:
+        status = layers[name]
+        status["exhausted"], status["stall"], status["fails"] = False, 0, 0
+
+
 def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, Any]:
     """Run one propose/validate/evaluate/feedback step at `layer`; return the state update."""
     t0 = time.monotonic()
     policy = Policy.from_json(state["policy"])
-    best: Best = dict(state["best"])  # type: ignore[assignment]
+    best = state["best"].copy()
     layers = {name: LayerStatus(**st) for name, st in state["layers"].items()}
     status = layers[layer]
     seen = list(state.get("seen", []))
@@ -369,8 +383,7 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
     if record["accepted"] is not None:
         status["accepted"] += 1
         # A new base IR: the layers below get a fresh chance on it.
-        for lower in LAYERS[LAYERS.index(layer) + 1:]:
-            layers[lower].update(exhausted=False, stall=0, fails=0)
+        _reopen(layers, LAYERS[LAYERS.index(layer) + 1:])
     record["budget_spent"] = _budget_spent(ctx)
     record["elapsed_s"] = round(time.monotonic() - t0, 3)
     update: dict[str, Any] = {"steps": [record], "best": best, "layers": layers, "seen": seen, "layer": layer}
@@ -378,8 +391,7 @@ def layer_step(state: AgentState, ctx: AgentContext, layer: str) -> dict[str, An
         update["base"] = None  # the layers below build on the new best
     elif enabling is not None:
         update["base"] = enabling
-        for lower in LAYERS[1:]:
-            layers[lower].update(exhausted=False, stall=0, fails=0)
+        _reopen(layers, LAYERS[1:])
     if stop_reason:
         update["stop_reason"] = stop_reason
     return update

@@ -72,8 +72,8 @@ def drive(ctx: AgentContext, store: TraceStore, *, policy: Policy | None = None,
             if restore_budget:
                 restore_spent(ctx, state)
             initial: AgentState | None = None
-            if run["status"] == "done" and state.get("final"):
-                return state["final"]
+            if run["status"] == "done" and (done := state.get("final")):
+                return done
         else:
             if policy is None:
                 raise ValueError("a fresh run needs a Policy")

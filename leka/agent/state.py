@@ -99,6 +99,8 @@ class StepRecord(TypedDict, total=False):
     best_before: float
     best_after: float
     error: str | None
+    cut_off: str  # the step ran past its deadline: where it was (leka.agent.deadline)
+    cut_off_rule: str  # the offline rule the cut-off proposer was inside, when known
     budget_spent: dict[str, Any]
     elapsed_s: float
     decision: str  # filled by the router: continue|retry|advance|backtrack|stop

@@ -13,7 +13,7 @@ import math
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Sequence
 
 from leka.errors import LekaError
 from leka.storage import leka_home, open_db
@@ -106,7 +106,7 @@ class TraceStore:
                         (status, json.dumps(final), run_id))
 
     # steps
-    def put_steps(self, run_id: str, steps: Iterable[dict[str, Any]]) -> None:
+    def put_steps(self, run_id: str, steps: Iterable[Mapping[str, Any]]) -> None:
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO agent_steps VALUES (?,?,?,?)",
                                  [(run_id, s["step"], s["layer"], json.dumps(s)) for s in steps])
@@ -130,7 +130,7 @@ class TraceStore:
                                          (run_id,))]
 
 
-def contributions(steps: list[dict[str, Any]]) -> dict[str, Any]:
+def contributions(steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Attribute the speedup to the accepted decisions: each bought its speedup over the IR it was built
     on, by layer. An algorithm rewrite kept as the base without being faster (step record "base") counts
     with its own ratio (often < 1) once a decision built on it is accepted; the decisions on top of it
@@ -142,7 +142,7 @@ def contributions(steps: list[dict[str, Any]]) -> dict[str, Any]:
     current: float | None = None  # speedup of the IR the next decision builds on
     pending: dict[str, Any] | None = None  # a base rewrite, counted once something on it is accepted
 
-    def entry(s: dict[str, Any], cand: dict[str, Any], before: float, after: float, kind: str) -> dict[str, Any]:
+    def entry(s: Mapping[str, Any], cand: Mapping[str, Any], before: float, after: float, kind: str) -> dict[str, Any]:
         ratio = after / (before or 1.0)  # from "no runnable kernel yet" (0): the speedup over the baseline
         by_layer[s["layer"]] *= ratio
         return {"step": s["step"], "layer": s["layer"], "kind": kind, "summary": cand.get("summary", ""),

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Iterable
 
-from leka.storage import StoreError, leka_home, open_db
+from leka.storage import StoreError, inserted_id, leka_home, open_db
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -139,7 +139,7 @@ class ResultStore:
                 f"record_json) VALUES ({', '.join('?' * (len(SAMPLE_COLUMNS) + 5))})",
                 [run_id, time.time(), *vals, json.dumps(record.get("budget") or {}, default=str),
                  json.dumps(record.get("versions") or {}, default=str), json.dumps(record, default=str)])
-            sid = int(cur.lastrowid)
+            sid = inserted_id(cur)
             for step, c in enumerate(candidates):
                 self._db.execute(
                     "INSERT INTO candidates(sample_id, step, candidate_hash, record_json) VALUES (?,?,?,?)",

@@ -191,4 +191,5 @@ def _launch_of(call, device_funcs, lookup, workspaces, param_names, bindings) ->
             binding.append(bind)
             arg_names.append(workspaces[bind[1]].name)
     bindings.append(binding)
-    return KernelLaunch(name=name, grid=tuple(grid), block=tuple(block), args=arg_names, dyn_shared_bytes=dyn)
+    return KernelLaunch(name=name, grid=(grid[0], grid[1], grid[2]), block=(block[0], block[1], block[2]),
+                        args=arg_names, dyn_shared_bytes=dyn)

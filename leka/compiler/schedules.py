@@ -1,6 +1,8 @@
 """Baseline schedules: "naive" (no schedule on CPU; one thread per output element on GPU) and "dlight"."""
 from __future__ import annotations
 
+from typing import Any
+
 from leka.errors import LekaError
 from leka.targets import TargetPreset, get_target
 
@@ -44,7 +46,7 @@ def default_schedule(func, target: TargetPreset | str | dict, rules: str = "naiv
     return out
 
 
-def baseline_module(func, target: TargetPreset | str | dict, name: str) -> tuple[str, object]:
+def baseline_module(func, target: TargetPreset | str | dict, name: str) -> tuple[str, Any]:
     """(label, IRModule) of a named baseline ("tvm-naive" or "tvm-dlight"): where dlight has no rule for the
     function, its default is the naive lowering, labelled "tvm-dlight(naive)"."""
     rules = name.split("-", 1)[1] if name.startswith("tvm-") else name

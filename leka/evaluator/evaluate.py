@@ -23,7 +23,7 @@ from .config import EvalConfig
 from .correctness import Verdict, check_outputs, check_timed_runs, inputs_unchanged
 from .floor import run_floor
 from .inputs import InputSource, Trial, TrialSet
-from .pool import Worker, WorkerFault
+from .pool import Worker, WorkerFault, WorkerLike
 from .result import EvalResult, candidate_hash, versions
 from .timing import plausible, summarize
 
@@ -37,7 +37,7 @@ class Evaluator:
         self.target = get_target(target)
         self.config = config or EvalConfig()
         self.threads = self._threads()
-        self.worker = Worker(self.config.mem_limit_gb, self.threads)
+        self.worker: WorkerLike = Worker(self.config.mem_limit_gb, self.threads)
         self._baselines: dict[tuple[str, str], tuple[str, str]] = {}  # (task, name) -> (label, source)
         self.inputs = InputSource(self.config)
 
@@ -120,6 +120,7 @@ class Evaluator:
             if not self._check(task, chash, args, res, trials):
                 return self._done(res, t_start, compile_s)
             if measure:
+                assert trials.timing is not None  # a measuring evaluation's set has timing inputs
                 self._measure(task, chash, args, baseline, res, trials.timing)
                 if res.failure is None:
                     res.status = "ok"
@@ -202,9 +203,9 @@ class Evaluator:
             return
         # Timed runs themselves, picked at random after they ran: a kernel that skips the work when it is timed
         # and does it when checked has no way to tell the two apart.
-        where, v = check_timed_runs(task, reply.get("timed_checks", []), c.max_mismatches)
-        if v is not None:
-            self._wrong(res, v, f"timing loop, {where}", trial, "timing")
+        where, timed = check_timed_runs(task, reply.get("timed_checks", []), c.max_mismatches)
+        if timed is not None:
+            self._wrong(res, timed, f"timing loop, {where}", trial, "timing")
             return
         cs, bs = summarize(reply["candidate_s"]), summarize(reply["baseline_s"])
         res.candidate_ms, res.baseline_ms = cs["median_s"] * 1e3, bs["median_s"] * 1e3

@@ -2,9 +2,12 @@
 kernel runners. Graphs return their outputs instead of writing destination buffers."""
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from leka.runners.poison import Preproc
 
 
 class GraphExec:
@@ -19,7 +22,7 @@ class GraphExec:
         self._inputs: list = []
         self._host_inputs: list[np.ndarray] = []
         self._outputs: list[np.ndarray] = []
-        self.preproc = None  # leka.runners.poison.Preproc once timing is armed
+        self.preproc: Preproc | None = None  # once timing is armed
 
     def upload(self, arrays: Sequence[np.ndarray]) -> None:
         import tvm

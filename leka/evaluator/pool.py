@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .cpu_time import Usage, tree_usage
 from .sandbox import Limits, Sandbox, isolation, worker_env
@@ -32,6 +32,22 @@ class WorkerFault(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class WorkerLike(Protocol):
+    """What the evaluator asks of its worker: Worker below, or a remote board (leka.runners.rpc_evaluator)."""
+
+    last_request_s: float | None  # this side's wall clock of the last request
+
+    @property
+    def isolation(self) -> str: ...
+    @property
+    def alive(self) -> bool: ...
+    def start(self) -> None: ...
+    def close(self) -> None: ...
+    def request(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]: ...
+    def usage(self) -> Usage | None: ...
+    def sweep(self) -> int: ...
 
 
 class Worker:

@@ -85,8 +85,10 @@ def thread_priority(pid: int | None, nice: int = -10) -> Iterator[None]:
 
 def worker_env(extra: dict[str, str]) -> dict[str, str]:
     """The worker's whole environment: allow-listed variables, this interpreter's import path, a private HOME."""
+    import leka
+
     env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
-    paths = [os.path.dirname(os.path.dirname(os.path.abspath(__import__("leka").__file__)))]
+    paths = [os.path.dirname(os.path.dirname(os.path.abspath(leka.__file__)))]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths + [p for p in sys.path if p and os.path.isdir(p)]))
     env.update({"HOME": "/tmp", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}, **extra)
     return env

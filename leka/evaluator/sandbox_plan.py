@@ -169,8 +169,9 @@ def _bwrap_argv(p: Plan, info_fd: int, cwd: str, tmp_mb: int) -> list[str]:
     setpriv = shutil.which("setpriv")
     if (p.outer_uid is not None or p.privileged) and setpriv is None:
         raise SandboxError("setpriv not found (apt-get install util-linux): it drops root for the sandbox")
-    argv = []
+    argv: list[str] = []
     if p.outer_uid is not None:
+        assert setpriv is not None  # refused above without one
         argv = [setpriv, f"--reuid={p.outer_uid}", f"--regid={p.outer_uid}", "--clear-groups"]
     argv.append(bwrap)
     if p.privileged:  # mounts made as root, then the command drops to nobody (setpriv, below)

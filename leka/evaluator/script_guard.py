@@ -89,7 +89,7 @@ class _Checker:
         self.functions: set[str] = set()   # the script's own def names (callable)
         self.classes: set[str] = set()
         self.bound: set[str] = set()       # every name the script binds
-        assigns = []
+        assigns: list[tuple[str, list[ast.expr]]] = []  # (name assigned from, targets) of `x = Name`
         for n in nodes:
             if isinstance(n, ast.FunctionDef):
                 self.functions.add(n.name)
@@ -100,11 +100,11 @@ class _Checker:
             elif isinstance(n, ast.arg):
                 self.bound.add(n.arg)
             elif isinstance(n, ast.Assign) and isinstance(n.value, ast.Name):
-                assigns.append(n)
+                assigns.append((n.value.id, n.targets))
         self.bound |= self.functions | self.classes
         # `cls = Module` (the printer's alias for the module class): `cls.f(...)` calls a module function
         self.class_aliases = set(self.classes) | {
-            t.id for n in assigns if n.value.id in self.classes for t in n.targets if isinstance(t, ast.Name)}
+            t.id for source, targets in assigns if source in self.classes for t in targets if isinstance(t, ast.Name)}
 
     # module level
     def check_module(self, tree: ast.Module) -> None:

@@ -27,7 +27,7 @@ class ScriptRejected(LekaError):
     """Candidate text outside the TVMScript subset; the message names the construct and its line."""
 
 
-def reject_at(node: ast.AST | None, what: str) -> ScriptRejected:
+def reject_at(node: ast.AST | SyntaxError | None, what: str) -> ScriptRejected:
     """ScriptRejected('line N: what') for the node's line (without it when the node has none)."""
     line = getattr(node, "lineno", None)
     return ScriptRejected(f"line {line}: {what}" if line else what)

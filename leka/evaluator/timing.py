@@ -178,7 +178,7 @@ def _implausible(reply: dict[str, Any], wall_s: float, min_run_ms: float | None,
     return None
 
 
-def summarize(samples: Sequence[float]) -> dict[str, float]:
+def summarize(samples: Sequence[float]) -> dict[str, Any]:
     """Median, IQR/median (relative spread), CV and min of per-run times (seconds)."""
     a = np.asarray(samples, dtype=np.float64)
     med = float(np.median(a))

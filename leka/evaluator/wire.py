@@ -59,14 +59,16 @@ def encode(msg: dict[str, Any]) -> list[bytes | memoryview]:
     """The frame for one message, as buffers to write in order (arrays are not copied)."""
     arrays: list[np.ndarray] = []
     body = _flatten(msg, arrays)
-    table, chunks, offset = [], [], 0
+    table: list[list[Any]] = []
+    chunks: list[bytes | memoryview] = []
+    offset = 0
     for a in arrays:
         pad = -offset % _ALIGN
         if pad:
             chunks.append(bytes(pad))
         offset += pad
         table.append([str(a.dtype), list(a.shape), offset, a.nbytes])
-        chunks.append(memoryview(a).cast("B") if a.nbytes else b"")
+        chunks.append(a.data.cast("B") if a.nbytes else b"")  # a.data: the array's memoryview
         offset += a.nbytes
     body[_ARRAYS] = table
     header = json.dumps(body, allow_nan=True, separators=(",", ":")).encode()

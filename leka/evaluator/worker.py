@@ -10,12 +10,13 @@ stdout and stderr (compiler chatter) go to the parent's log file.
 """
 from __future__ import annotations
 
+import io
 import os
 import resource
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -170,7 +171,7 @@ def _timed_checks(side: _Loaded) -> list[dict[str, Any]]:
     """Timed runs of the candidate picked at random after they ran (leka.runners.poison.CHECK_SLOTS): the
     inputs each was given and what it left, for the parent to check. Runners without that preproc send none."""
     preproc = getattr(side.exec, "preproc", None)
-    return preproc.checked_runs() if hasattr(preproc, "checked_runs") else []
+    return preproc.checked_runs() if preproc is not None and hasattr(preproc, "checked_runs") else []
 
 
 def _cpu_budget(seconds: float | None) -> None:
@@ -225,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--in", dest="fd_in", type=int, required=True, help="fd of the request pipe")
     ap.add_argument("--out", dest="fd_out", type=int, required=True, help="fd of the reply pipe")
     a = ap.parse_args(argv)
-    sys.stdout.reconfigure(line_buffering=True)  # the log is read for crash reports
+    cast(io.TextIOWrapper, sys.stdout).reconfigure(line_buffering=True)  # the log is read for crash reports
     serve(a.fd_in, a.fd_out)
 
 

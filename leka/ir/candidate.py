@@ -16,7 +16,7 @@ from .errors import IRApplyError, IRFormatError
 from .layers import AlgorithmLayer, MemoryLayer, ScheduleLayer, diff_lines, func_script
 
 LAYERS = ("algorithm", "schedule", "memory")
-_LAYER_TYPES = {"algorithm": AlgorithmLayer, "schedule": ScheduleLayer, "memory": MemoryLayer}
+_LAYER_TYPES: dict[str, type[AlgorithmLayer] | type[ScheduleLayer]] = {"algorithm": AlgorithmLayer, "schedule": ScheduleLayer, "memory": MemoryLayer}
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Self
 
 from .errors import IRFormatError
 from .steps import MEMORY_OPS, SCHEDULE_OPS, Step, parse_steps
@@ -96,7 +96,7 @@ class ScheduleLayer:
     NAME = "schedule"
 
     @classmethod
-    def from_json(cls, data: Any) -> "ScheduleLayer":
+    def from_json(cls, data: Any) -> Self:
         return cls(tuple(parse_steps(data, cls.OPS, cls.NAME)))
 
     def to_json(self) -> list[dict[str, Any]]:

@@ -13,9 +13,10 @@ def register_vnni() -> None:
     from tvm.s_tir.tensor_intrin.x86 import dot_product_16x4_u8i8i32_desc
     from tvm.script import tirx as T
 
+    # TVMScript buffer annotations are TVM's DSL, not Python types
     @T.prim_func(s_tir=True)
-    def vnni_impl(a: T.Buffer((4,), "uint8", offset_factor=1), b: T.Buffer((16, 4), "int8", offset_factor=1),
-                  c: T.Buffer((16,), "int32", offset_factor=1)) -> None:
+    def vnni_impl(a: T.Buffer((4,), "uint8", offset_factor=1), b: T.Buffer((16, 4), "int8", offset_factor=1),  # type: ignore[valid-type]
+                  c: T.Buffer((16,), "int32", offset_factor=1)) -> None:  # type: ignore[valid-type]
         with T.sblock("root"):
             T.reads(c[0:16], a[0:4], b[0:16, 0:4])
             T.writes(c[0:16])

@@ -52,6 +52,7 @@ class TvmDlight:
         from leka.compiler import default_schedule
 
         definition = task.build()
+        meta: dict[str, Any]  # str values, and whether dlight applied
         if isinstance(definition, tvm.IRModule) and any(
                 isinstance(f, tvm.relax.Function) for _, f in definition.functions_items()):
             mod, n_sched, n_funcs = schedule_graph(definition, target)

@@ -125,7 +125,9 @@ def request_seed(req: ProposalRequest, seed: int) -> int:
 
 def spread(pool: list[Proposal], size: int) -> list[Proposal]:
     """One candidate per rule in ranking order, then further variants in ranking order, up to `size`."""
-    first, rest, rules = [], [], set()
+    first: list[Proposal] = []
+    rest: list[Proposal] = []
+    rules: set[Any] = set()  # the rules seen (meta "rule", None for a proposal without one)
     for p in pool:
         rule = p.meta.get("rule")
         (rest if rule in rules else first).append(p)
@@ -139,7 +141,8 @@ def build_menu(req: ProposalRequest, seed: int, size: int = MENU_SIZE) -> Menu:
     from .offline import OfflineProposer
 
     pool = OfflineProposer().propose(replace(req, k=POOL_SIZE))
-    items, taken = [], set()
+    items: list[MenuItem] = []
+    taken: set[str] = set()
     for rank, p in enumerate(spread(pool, size)):
         item = MenuItem(_item_id(p, taken), rank, p)
         taken.add(item.id)

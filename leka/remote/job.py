@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -12,6 +13,9 @@ from leka.evaluator.config import EvalConfig
 from leka.evaluator.inputs import make_trials
 from leka.tasks.task import Task
 from leka.targets import get_target
+
+if TYPE_CHECKING:
+    from leka.compiler import Artifact
 
 BASELINES = ("tvm-naive", "tvm-dlight")
 MIN_TRIALS = 2  # correctness trials per module on the remote GPU: one input set can hide a race or a bad index
@@ -78,8 +82,9 @@ def _job_header(task: Task, preset, out: Path, trials: int, seed: int) -> dict:
     trial_files = []
     for k, trial in enumerate(made.trials):
         name = f"trial_{k}.npz"
-        np.savez(out / name, **{f"in_{i}": a for i, a in enumerate(trial.inputs)},
-                 **{f"out_{i}": a for i, a in enumerate(trial.refs)})
+        arrays: dict[str, Any] = {f"in_{i}": a for i, a in enumerate(trial.inputs)}
+        arrays.update({f"out_{i}": a for i, a in enumerate(trial.refs)})
+        np.savez(out / name, **arrays)
         trial_files.append({"file": name, "dist": trial.label, "seed": [seed, 0, k]})
     rtol, atol_scale = task.tolerance()
     return {"version": 1, "task": task.id, "target": preset.name, "target_dict": preset.target, "device": device,
@@ -89,7 +94,7 @@ def _job_header(task: Task, preset, out: Path, trials: int, seed: int) -> dict:
             "flops": task.flops, "bytes": task.bytes, "seed": seed}
 
 
-def make_multi_job(task: Task, modules: list[tuple[str, object, dict]], target, out: Path, *, trials: int = 2,
+def make_multi_job(task: Task, modules: Sequence[tuple[str, Artifact, dict]], target, out: Path, *, trials: int = 2,
                    seed: int = 0, number: int = 100, rounds: int = 7, job_id: str = "") -> Path:
     """A job folder for leka.remote.multi: every (name, built Artifact, meta) module of one task, each checked
     on `trials` (>= MIN_TRIALS) inputs of different distributions and seeds. job_id names this side's record

@@ -114,7 +114,7 @@ def judge(job_dir: Path, rec: dict[str, Any], mods: dict[str, dict[str, Any]], n
     verdict = m.get("verdict")
     err = m.get("error")
     out: dict[str, Any] = {"compiled": verdict != "load_error", "correct": False,
-                           "failure": _FAILURE.get(verdict, "wrong") if verdict != "correct" else None,
+                           "failure": _FAILURE.get(str(verdict), "wrong") if verdict != "correct" else None,
                            "error": str(err)[:300] if err is not None else None, "remote": meta,
                            "trials": m.get("trials") if isinstance(m.get("trials"), list) else None}
     if verdict != "correct":

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from leka.errors import LekaError
-from leka.storage import leka_home, open_db
+from leka.storage import inserted_id, leka_home, open_db
 
 PENDING = "pending"
 _SCHEMA = """
@@ -72,7 +72,7 @@ class PendingStore:
 
     def new_round(self, job_dir: str, keys: list[str]) -> int:
         cur = self._db.execute("INSERT INTO rounds(job_dir, created) VALUES (?,?)", (job_dir, time.time()))
-        rnd = int(cur.lastrowid)
+        rnd = inserted_id(cur)
         self._db.executemany("UPDATE pending SET round = ? WHERE key = ?", [(rnd, k) for k in keys])
         return rnd
 

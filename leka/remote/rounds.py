@@ -87,10 +87,9 @@ def ingest(store: PendingStore, root: str | Path) -> dict[str, int]:
             key = rec["modules"].get(name)
             if name == BASE:
                 continue
-            if key is None or store.round_of(key) is None:  # a module this side did not ask for
+            if key is None or (rnd := store.round_of(key)) is None:  # a module this side did not ask for
                 counts["not_asked"] += 1
                 continue
-            rnd = store.round_of(key)
             meta = {"round": rnd, "device": str(res.get("device_name"))[:80], "job": job_dir.name}
             counts["new" if store.put_result(key, rnd, judge(job_dir, rec, mods, name, meta, refs, base))
                    else "already_known"] += 1

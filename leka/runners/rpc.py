@@ -144,6 +144,7 @@ class RPCLoaded:
         self.timing_lib = timing_lib
         self.wrapper: Any = None  # rpc_timing.RemoteWrapper, loaded on the first arm
         self.preproc: Any = None  # rpc_timing.RemotePreproc while armed
+        self.target: Any = None  # the build's target (name or JSON), set by rpc_evaluator for the timing library
 
     def upload(self, arrays: Sequence[np.ndarray]) -> None:
         import tvm

@@ -8,11 +8,12 @@ board (rpc_timing.py). It never runs a candidate; the RPC session lives in the p
 """
 from __future__ import annotations
 
+import io
 import os
 import sys
 import tempfile
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--in", dest="fd_in", type=int, required=True)
     ap.add_argument("--out", dest="fd_out", type=int, required=True)
     a = ap.parse_args(argv)
-    sys.stdout.reconfigure(line_buffering=True)
+    cast(io.TextIOWrapper, sys.stdout).reconfigure(line_buffering=True)
     from leka.evaluator.worker import serve
 
     serve(a.fd_in, a.fd_out, handle=_handle_build)

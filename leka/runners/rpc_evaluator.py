@@ -159,4 +159,4 @@ class RPCEvaluator(Evaluator):
         super().__init__(target, config)
         self.worker.close()  # the local worker is never started
         self.rpc = rpc if isinstance(rpc, RPCSpec) else RPCSpec.parse(rpc)
-        self.worker = RPCDevice(self.rpc, self.config.mem_limit_gb, self.target.family)  # type: ignore[assignment]
+        self.worker = RPCDevice(self.rpc, self.config.mem_limit_gb, self.target.family)

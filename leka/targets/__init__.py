@@ -95,7 +95,7 @@ def _preset_from_dict(d: dict[str, Any]) -> TargetPreset:
         tvm.target.Target(d)
     except Exception as e:  # TVM's message is long; keep its first line
         raise UnknownTargetError(f"invalid TVM target {json.dumps(d)}: {str(e).strip().splitlines()[0]}") from None
-    family = {"llvm": "cpu", "c": "cpu", "cuda": "cuda", "opencl": "opencl"}.get(kind)
+    family = {"llvm": "cpu", "c": "cpu", "cuda": "cuda", "opencl": "opencl"}.get(str(kind))
     if family is None:
         raise UnknownTargetError(f"unsupported target kind {kind!r}; supported: llvm, cuda, opencl")
     presets = all_presets()

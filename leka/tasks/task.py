@@ -173,12 +173,12 @@ def generate(spec: ArgSpec, rng: np.random.Generator, dist: str) -> np.ndarray:
         return _structured(spec, rng, dist)
     if dt.kind in "iu":
         lo, hi = _int_range(spec, dt)
-        x = rng.integers(lo, hi, size=shape, dtype=np.int64)
+        ints = rng.integers(lo, hi, size=shape, dtype=np.int64)
         if dist == "spikes":  # a tenth of the elements at the ends of the range: saturation paths
-            x = np.where(rng.random(shape) < 0.1, rng.choice([lo, hi - 1], size=shape), x)
+            ints = np.where(rng.random(shape) < 0.1, rng.choice([lo, hi - 1], size=shape), ints)
         elif dist == "skewed":  # most values near the low end of the range
-            x = lo + np.floor(rng.random(shape) ** 3 * (hi - lo)).astype(np.int64)
-        return x.astype(dt)
+            ints = lo + np.floor(rng.random(shape) ** 3 * (hi - lo)).astype(np.int64)
+        return ints.astype(dt)
     if dt.kind == "b":
         return rng.random(shape) < 0.5
     d = spec.dist or dist

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from leka.targets import TargetPreset
 
@@ -11,6 +11,13 @@ from ..errors import CompileError
 from ..lowering import Lowered, lower_and_build
 
 ENTRY = "main"
+
+
+class Backend(Protocol):
+    """One family's builder: the first in BACKENDS that applies(preset) builds."""
+
+    def applies(self, preset: TargetPreset) -> bool: ...
+    def build(self, mod: Any, preset: TargetPreset) -> Artifact: ...
 
 
 def as_module(mod_or_func) -> Any:

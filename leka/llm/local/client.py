@@ -40,7 +40,8 @@ def _fold_tool_delta(calls: dict[int, dict[str, Any]], delta: Any) -> None:
 def fold_stream(stream: Any) -> SimpleNamespace:
     """A streamed chat completion as one (the attributes _reply_from_chat reads), usage.completion_tokens
     counting the chunks that carried text or tool-call arguments."""
-    text, calls, chunks, model, finish = [], {}, 0, None, None
+    calls: dict[int, dict[str, Any]] = {}
+    text, chunks, model, finish = [], 0, None, None
     for chunk in stream:
         model = getattr(chunk, "model", None) or model
         if not chunk.choices:
@@ -72,8 +73,8 @@ class _StreamingCompletions:
         stream = self._completions.create(**params, stream=True)
         try:
             reply = fold_stream(stream)
-        except httpx.TimeoutException as e:
-            raise openai.APITimeoutError(request=e.request) from None
+        except httpx.TimeoutException:  # (openai >= 3 streams through httpx2 and maps these errors itself)
+            raise openai.APITimeoutError(request=stream.response.request) from None
         except httpx.HTTPError as e:
             raise openai.APIConnectionError(message=str(e), request=stream.response.request) from None
         finally:
@@ -105,7 +106,9 @@ class LocalClient(CompatClient):
         self.server = server
         self.local_speed: dict[str, Any] | None = server.speed  # measured when the server started
         count_url = server.base_url.removesuffix("/v1") + "/extras/tokenize/count"
-        self._sdk.chat = SimpleNamespace(completions=_StreamingCompletions(self._sdk.chat.completions, count_url))
+        # openai types its settable cached_property `chat` as a read-only property; the stand-in has create() only
+        self._sdk.chat = SimpleNamespace(  # type: ignore[misc, assignment]
+            completions=_StreamingCompletions(self._sdk.chat.completions, count_url))
 
     @property
     def cache_identity(self) -> str:

@@ -140,7 +140,7 @@ def _schedule_candidates(layer: str, family: str, ctx: RuleContext, fb: _Feedbac
             # Rules in preference order, variants in their order; once a measurement exists,
             # variants of the best rule close to its knobs go first.
             ir = ir.with_notes(variant=n)
-            score = order * 100 + n
+            score: float = order * 100 + n
             if fb.best_rule == rule.NAME:
                 score = _distance(ir.notes.get("knobs", {}), fb.best_knobs)
             cands.append((score, len(cands), ir))
@@ -172,7 +172,8 @@ def _spread_first(ordered: list[CandidateIR], family: str, k: int) -> list[Candi
     thread start-up loses, and the cost is unknown until measured)."""
     incremental = {r.NAME for r in MEMORY_RULES.get(family, [])}
     firsts = [ir for ir in ordered if ir.notes["rule"] in incremental]  # all of them, in order
-    rest, rules_seen = [], set()
+    rest: list[CandidateIR] = []
+    rules_seen: set[str] = set()
     for ir in (ir for ir in ordered if ir.notes["rule"] not in incremental):
         (rest if ir.notes["rule"] in rules_seen else firsts).append(ir)
         rules_seen.add(ir.notes["rule"])

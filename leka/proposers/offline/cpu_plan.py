@@ -119,13 +119,13 @@ def schedule_spatial(sk: Sketch, b: BlockInfo, lanes: int, cores: int, outer_don
     if vector == "unroll":
         # unroll-only: a short inner loop of gathers/branches is unrolled whole (LLVM then schedules the
         # loads of neighbouring iterations together); a long one by chunks of 8
-        inner = loops[-1]
-        ext = sk.extent(inner)
+        unrolled = loops[-1]
+        ext = sk.extent(unrolled)
         if ext > 16:
             if ext % 8:
                 return
-            inner = sk.do("split", loop=inner, factors=[None, 8])[1]
-        sk.do("unroll", loop=inner)
+            unrolled = sk.do("split", loop=unrolled, factors=[None, 8])[1]
+        sk.do("unroll", loop=unrolled)
         if parallel and outer_done == 0 and len(loops) > 1:
             parallel_outer(sk, loops[:-1], cores, min_work)
         return
@@ -222,6 +222,8 @@ def tile_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, ti: int, tj
     sp = [loops[x] for x in b.spatial]
     rd = [loops[x] for x in b.reduce]
     j = sp[-1]
+    i0: str | None
+    i1: str | None
     if len(sp) >= 2:
         i = sp[-2]
         i0, i1 = sk.do("split", loop=i, factors=[None, ti]) if ti > 1 else (i, None)

@@ -123,8 +123,7 @@ def rewrite_root_nests(func: Any, rewrite: Any) -> tuple[Any, list[str]] | None:
     new, allocs, done = [], list(root.alloc_buffers), []
     for st in stmts:
         blk = innermost_block(st)
-        got = rewrite(st, blk) if blk is not None else None
-        if got is None:
+        if blk is None or (got := rewrite(st, blk)) is None:
             new.append(st)
             continue
         nests, buffers = got
