@@ -29,6 +29,9 @@ the fastest correct proposal and what would ship with dlight as the floor, and s
 dlight time (launch-bound below), with the kernels (launches) per module. `device-command --level all
 --bundle DIR` runs every job of a folder in one command.
 
+`kernels --jobs DIR [--before DIR]` counts the kernels (launches) per module of prepared jobs, the LEKA
+proposals against dlight's, two preparations of the same tasks side by side.
+
 `jetson --jobs DIR` builds every prepared module (its TVMScript is kept in the job folder) for the Jetson
 preset (jetson-orin-nano, sm_87). report prints per-task times, LEKA vs dlight (Fast@1.0 by leka.bench.metrics.is_fast, geomean) and
 the best kernel's roofline fraction against the H200 peaks (cuda_slice_report.py).
@@ -37,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import subprocess
 import sys
 import time
@@ -243,6 +245,31 @@ def _nvcc(source: str, arch: str) -> None:
         raise RuntimeError(f"nvcc {arch}: {res.stderr.strip().splitlines()[0] if res.stderr.strip() else res.returncode}")
 
 
+def launches(jobs: Path) -> dict:
+    """Per prepared task: kernels (launches) per module, from job.json's launch lists."""
+    out = {}
+    for d in sorted(p for p in jobs.iterdir() if (p / "job.json").exists()):
+        out[d.name] = {m["name"]: len(m.get("kernels") or []) for m in json.loads((d / "job.json").read_text())["modules"]}
+    return out
+
+
+def kernels(args) -> int:
+    """Kernels per module of the LEKA proposals vs dlight's, per task and in sum (with --before: both)."""
+    sets = {"before": launches(Path(args.before))} if args.before else {}
+    sets["jobs"] = launches(Path(args.jobs))
+    for name, per in sets.items():
+        leka = [n for mods in per.values() for m, n in mods.items() if m.startswith("leka-")]
+        more = sum(n > mods.get("tvm-dlight", n) for mods in per.values() for m, n in mods.items() if m.startswith("leka-"))
+        print(json.dumps({"set": name, "tasks": len(per), "modules": len(leka), "kernels": sum(leka),
+                          "per_module": round(sum(leka) / max(len(leka), 1), 2), "more_than_dlight": more,
+                          "tasks_min_over_dlight": sum(min((n for m, n in mods.items() if m.startswith("leka-")),
+                                                           default=0) > mods.get("tvm-dlight", 99) for mods in per.values())}))
+    for task in sets["jobs"]:
+        row = {k: [n for m, n in sorted(per.get(task, {}).items()) if m.startswith("leka-")] for k, per in sets.items()}
+        print(json.dumps({"task": task, "dlight": sets["jobs"][task].get("tvm-dlight"), **row}))
+    return 0
+
+
 def device_command(args) -> int:
     """The command line for the device tool (run from the repository root there, with the bundle and the
     job folder carried): install the bundle's wheels, run one level's jobs (or all), pack result.json/check.json."""
@@ -295,6 +322,10 @@ def main() -> int:
     r.add_argument("--round2", help="round-2 job folders: their results replace round 1's for those tasks")
     r.add_argument("--before", help="an earlier report's rows.jsonl: only its tasks, and a then/now table")
     r.set_defaults(func=report)
+    kc = sub.add_parser("kernels", help="kernels per module of prepared jobs (LEKA proposals vs dlight)")
+    kc.add_argument("--jobs", required=True)
+    kc.add_argument("--before", help="the same tasks prepared with other rules: both sets side by side")
+    kc.set_defaults(func=kernels)
     dc = sub.add_parser("device-command", help="print the device tool's command for one level's jobs")
     dc.add_argument("--jobs", default=".leka/cuda-slice-v2")
     dc.add_argument("--level", choices=("l1", "l2", "all"), required=True)

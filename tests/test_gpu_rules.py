@@ -154,6 +154,54 @@ def test_bind_spatial_blocks_hold_a_warp_or_more(task_id):
     assert gpu_bind_spatial.threads_for(31, 1024, 256) == 1 and gpu_bind_spatial.threads_for(4096, 1024, 128) == 128
 
 
+CHAINED = "l2-conv2d_3x3_bn_relu_nhwc-16x16x32x32"  # dev split: conv, batch norm, relu; its output buffer is relu3
+
+
+def test_chained_task_has_its_output_block():
+    """A chained task writes its output into a buffer named after its last op (relu3, not the task's Y):
+    that block is the output block (the GPU rules declined or split the task when none was), and the batch
+    norm after the conv (a sqrt per output element) is inlined, not kept as a table."""
+    infos = _ctx(CHAINED).infos
+    assert [b.name for b in infos if b.writes_output] == ["relu3"]
+    from leka.proposers.offline.analysis import keep_as_table
+    assert not keep_as_table(next(b for b in infos if b.name == "bn2"), infos)
+    assert gpu_fused_rows.apply(_ctx(CHAINED)) is not None
+
+
+@pytest.mark.parametrize("rule", [gpu_bind_spatial, gpu_cross_thread_reduction])
+def test_reduction_keeps_its_epilogue_in_one_kernel(rule, tmp_path):
+    """conv + batch norm + relu: the epilogue computed in the reduction's thread (bind_spatial) or block
+    (cross-thread, after the allreduce, from a register): one launch per module where there were three."""
+    knobs = _built(rule, CHAINED, tmp_path, kernels=1)
+    assert all(k.get("epilogue") for k in knobs), knobs
+    # no epilogue (a softmax's normalisation spans a whole row per reduced value): the variants as before
+    assert not any(ir.notes["knobs"].get("epilogue") for ir in rule.apply(_ctx("l1-softmax_keys-4x128-f16")))
+
+
+def test_fused_rows_gives_a_long_row_a_wide_block(tmp_path):
+    """16 rows of 8192 terms (dev split): one block of 1024 (and 512) threads per row, not a warp; the
+    lane counts divide the row (LiveSchedule splits only by divisors): 800 and 640 for 32000 terms."""
+    knobs = _built(gpu_fused_rows, "l2-log_softmax_gather_nll-16x8192", tmp_path)
+    assert [k["lanes"] for k in knobs[:2]] == [1024, 512] and all(k["rows"] == 1 for k in knobs[:2])
+    ir = gpu_fused_rows.apply(_ctx("l2-log_softmax_gather_nll-16x8192"))[0]
+    assert [k.block for k in build(parse_candidate(ir.to_tvmscript("cuda")), "cuda").kernels] == [(1024, 1, 1)]
+    assert gpu_fused_rows._wide_lanes(32000, 1024) == [800, 640]
+    assert gpu_fused_rows._wide_lanes(8192, 4096) == [1024, 512]  # PoCL's 4096: the GPU's schedules
+
+
+@pytest.mark.parametrize("task_id, rule", [(CHAINED, gpu_bind_spatial), (CHAINED, gpu_cross_thread_reduction),
+                                           ("l2-log_softmax_gather_nll-16x8192", gpu_fused_rows)])
+def test_fused_kernels_correct_on_pocl(task_id, rule):
+    """The fused epilogues and the wide rows compute the task's outputs (OpenCL on PoCL, 2 trials)."""
+    task = get_task(task_id)
+    irs = rule.apply(_ctx(task_id, "opencl-pocl"))[:2]
+    assert irs
+    with Evaluator("opencl-pocl", EvalConfig(trials=2, measure=False, seed=0)) as ev:
+        for ir in irs:
+            res = ev.evaluate(task, ir.to_tvmscript("opencl-pocl"))
+            assert res.correct, (ir.notes["knobs"], res.failure, res.error)
+
+
 # PoCL here has no half precision: the fp32 shapes of the same patterns (+ pooling, + a residual add)
 POCL_TASKS = ["l1-layernorm_lastdim-64x384", "l1-relu6-14x14x384", "l1-gemv-512x512",
               "l1-global_avgpool_nhwc-7x7x1280", "l1-add_residual_nhwc-14x14x96", "ex-softmax-512x384", "ex-matmul-256",

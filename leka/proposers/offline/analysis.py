@@ -59,9 +59,11 @@ TABLE_REUSE = 4  # a costly stage this many times smaller than the largest is a 
 
 
 def keep_as_table(b: BlockInfo, infos: list[BlockInfo]) -> bool:
-    """A transcendental stage over far fewer iterations than the kernel (a per-feature 1/sqrt, a twiddle
-    table): inlining it would evaluate it once per consumer iteration again."""
-    return b.transcendental and b.iterations * TABLE_REUSE <= max(x.iterations for x in infos)
+    """A transcendental stage over far fewer iterations than a later stage (a per-feature 1/sqrt, a twiddle
+    table): inlining it would evaluate it once per consumer iteration again. Only later stages can consume
+    it: a batch-norm epilogue after a conv (its sqrt per output element, read once each) is no table."""
+    later = [x.iterations for x in infos[infos.index(b) + 1:]]
+    return b.transcendental and bool(later) and b.iterations * TABLE_REUSE <= max(later)
 
 
 def _uses(expr: Any, var: str) -> bool:
@@ -99,9 +101,18 @@ def _buffer_dtypes(live: Any) -> dict[str, str]:
     return out
 
 
+def _allocated(live: Any) -> set[str]:
+    root = live.sch.get(live.sch.get_sblock("root"))
+    return {b.name for b in root.alloc_buffers}
+
+
 def analyze(live: Any, output_names: set[str]) -> list[BlockInfo]:
+    """Per block; a block writes an output when it writes one of `output_names` or a buffer the function
+    does not allocate (a parameter: a chained task's output buffer is named after its last op, relu3, not
+    after the task's output, Y)."""
     infos = []
     dtypes = _buffer_dtypes(live)
+    allocated = _allocated(live)
     for name in live.block_names():
         blk = live.sch.get(live.sch.get_sblock(name))
         loops = live.loops_of(name)
@@ -126,7 +137,7 @@ def analyze(live: Any, output_names: set[str]) -> list[BlockInfo]:
         bits = int(re.sub(r"\D", "", dtype) or 32)
         body = str(blk.body)
         cond = "if_then_else" in body
-        infos.append(BlockInfo(name, tuple(loops), extents, kinds, bool(writes & output_names),
+        infos.append(BlockInfo(name, tuple(loops), extents, kinds, bool(writes & output_names or writes - allocated),
                                cond, inner_ok, red_ok, bits, dtype, reuse,
                                bool(_TRANSCENDENTAL_CALL.search(body)),
                                cond and len(ivs) == len(loops) and _border_condition(body, [ivs[i].var.name for i in sp])))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from leka.ir import CandidateIR
+from leka.ir import CandidateIR, IRApplyError
 
 from ..context import RuleContext
 from ..cpu_plan import inline_intermediates
@@ -45,11 +45,12 @@ def fuse_spatial(sk, b) -> str | None:
     return sk.do("fuse", loops=sp)[0] if len(sp) > 1 else sp[0]
 
 
-def bind_flat(sk, b, cap: int, prefer: int, vec: int = 1) -> None:
-    """One output element (or `vec` adjacent ones, vectorised: 16-byte loads/stores) per thread."""
+def bind_flat(sk, b, cap: int, prefer: int, vec: int = 1) -> str | None:
+    """One output element (or `vec` adjacent ones, vectorised: 16-byte loads/stores) per thread; returns the
+    threadIdx.x loop."""
     fused = fuse_spatial(sk, b)
     if fused is None:
-        return
+        return None
     ext = sk.extent(fused)
     if vec > 1 and ext % vec == 0 and not b.reduce:
         rest, inner = sk.do("split", loop=fused, factors=[None, vec])
@@ -60,6 +61,33 @@ def bind_flat(sk, b, cap: int, prefer: int, vec: int = 1) -> None:
         bx, tx = sk.do("split", loop=fused, factors=[None, threads_for(ext, cap, prefer)])
     sk.do("bind", loop=bx, thread="blockIdx.x")
     sk.do("bind", loop=tx, thread="threadIdx.x")
+    return tx
+
+
+def epilogue_of(infos, done, red) -> list:
+    """The blocks after the last reduction `red` (its intermediates inlined: `done`) when every one is an
+    elementwise epilogue of its outputs (bias, batch norm, activation, cast: one element per output of
+    `red`); else [] (a softmax's normalisation spans a row per reduced value: not an epilogue)."""
+    if red is None:
+        return []
+    n = int(math.prod(red.extents[i] for i in red.spatial))
+    later = [b for b in infos[infos.index(red) + 1:] if b.name not in done]
+    ok = later and all(not b.is_reduction and not b.is_ordered and b.iterations == n for b in later)
+    return later if ok else []
+
+
+def fuse_epilogue(sk, red, epilogue: list, loop: str) -> None:
+    """`epilogue` computed under `loop` of the reduction's kernel (reverse_compute_at: the thread that owns
+    the reduced value, or its block), not in launches of its own; the reduced value stays in a register
+    (every lane of a cross-thread reduction gets TVM's allreduce result there, so none reads a buffer that
+    lane 0 writes)."""
+    for b in epilogue:
+        sk.do("reverse_compute_at", block=b.name, loop=loop)
+    sk.mem_do("set_scope", block=red.name, buffer=0, scope="local")
+
+
+def last_reduction(infos, done):
+    return next((b for b in reversed(infos) if b.is_reduction and b.name not in done), None)
 
 
 def max_threads(ctx: RuleContext) -> int:
@@ -71,12 +99,25 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
         return None
     out = []
     for prefer in (256, 128, 64):
-        def build(sk, prefer=prefer):
-            done = set(inline_intermediates(sk, ctx.infos, inline_padding=True))
-            for b in ctx.infos:
-                if b.name not in done:
-                    bind_flat(sk, b, max_threads(ctx), prefer)
-        ir = ctx.attempt(NAME, {"threads": prefer}, build)
-        if ir is not None:
-            out.append(ir)
+        # the reduction's elementwise epilogue in the reduction's thread (one launch, not two) where it has
+        # one; else one kernel per block as before
+        for fuse in (True, False):
+            ir = ctx.attempt(NAME, {"threads": prefer, **({"epilogue": True} if fuse else {})},
+                             lambda sk, prefer=prefer, fuse=fuse: _build(sk, ctx, prefer, fuse))
+            if ir is not None:
+                out.append(ir)
+                break
     return out or None
+
+
+def _build(sk, ctx: RuleContext, prefer: int, fuse: bool) -> None:
+    done = set(inline_intermediates(sk, ctx.infos, inline_padding=True))
+    red = last_reduction(ctx.infos, done)
+    epi = epilogue_of(ctx.infos, done, red) if fuse else []
+    if fuse and not epi:
+        raise IRApplyError("no elementwise epilogue to fuse")
+    for b in ctx.infos:
+        if b.name not in done and b not in epi:
+            tx = bind_flat(sk, b, max_threads(ctx), prefer)
+            if b is red and epi:
+                fuse_epilogue(sk, red, epi, tx)

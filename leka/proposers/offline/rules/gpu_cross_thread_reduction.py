@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from leka.ir import CandidateIR
+from leka.ir import CandidateIR, IRApplyError
 
 from ..context import RuleContext
 from ..cpu_plan import inline_intermediates
-from .gpu_bind_spatial import bind_flat, divisor_at_most, fuse_spatial, max_threads
+from .gpu_bind_spatial import (bind_flat, divisor_at_most, epilogue_of, fuse_epilogue, fuse_spatial,
+                               last_reduction, max_threads)
 
 NAME = "gpu.cross_thread_reduction"
 MIN_TERMS = 32
@@ -29,7 +30,8 @@ def _lanes(terms: int, threads: int) -> int:
     return d if d >= MIN_TERMS // 2 else pow2
 
 
-def _reduce_over_threads(sk, b, threads: int) -> None:
+def _reduce_over_threads(sk, b, threads: int) -> str | None:
+    """One block per output of `b`, its terms over `threads` lanes; returns the blockIdx.x loop."""
     fused = fuse_spatial(sk, b)
     loops = sk.loops(b.name)
     red = loops[len(loops) - len(b.reduce):]
@@ -38,6 +40,28 @@ def _reduce_over_threads(sk, b, threads: int) -> None:
     if fused is not None:
         sk.do("bind", loop=fused, thread="blockIdx.x")
     sk.do("bind", loop=tx, thread="threadIdx.x")
+    return fused
+
+
+def _build(sk, ctx: RuleContext, reds: list, per: dict, fuse: bool) -> None:
+    """Reductions over threads, the rest one element per thread; with `fuse`, the last reduction's
+    elementwise epilogue in its block (one launch for both: dlight's GeneralReduction keeps it there too)."""
+    done = set(inline_intermediates(sk, ctx.infos, inline_padding=True))
+    last = last_reduction(ctx.infos, done)
+    epi = epilogue_of(ctx.infos, done, last) if fuse and last in reds else []
+    if fuse and not epi:
+        raise IRApplyError("no elementwise epilogue to fuse")
+    for b in ctx.infos:
+        if b.name in done or b in epi:
+            continue
+        if b in reds:
+            bx = _reduce_over_threads(sk, b, per[b.name])
+            if b is last and epi:
+                if bx is None:
+                    raise IRApplyError(f"{b.name}: one output, no block loop to fuse under")
+                fuse_epilogue(sk, b, epi, bx)
+        else:
+            bind_flat(sk, b, max_threads(ctx), 256)
 
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
@@ -58,16 +82,10 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
             continue
         seen.add(tuple(sorted(per.items())))
 
-        def build(sk, per=per):
-            done = set(inline_intermediates(sk, ctx.infos, inline_padding=True))
-            for b in ctx.infos:
-                if b.name in done:
-                    continue
-                if b in reds:
-                    _reduce_over_threads(sk, b, per[b.name])
-                else:
-                    bind_flat(sk, b, cap, 256)
-        ir = ctx.attempt(NAME, {"threads": threads}, build)
-        if ir is not None:
-            out.append(ir)
+        for fuse in (True, False):
+            ir = ctx.attempt(NAME, {"threads": threads, **({"epilogue": True} if fuse else {})},
+                             lambda sk, per=per, fuse=fuse: _build(sk, ctx, reds, per, fuse))
+            if ir is not None:
+                out.append(ir)
+                break
     return out or None

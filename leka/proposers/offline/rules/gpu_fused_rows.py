@@ -22,6 +22,8 @@ from .gpu_bind_spatial import divisor_at_most, max_threads
 NAME = "gpu.fused_rows"
 REDUNDANCY = 2.0  # executed iterations of the fused kernel / the blocks' own iterations, at most
 SHORT = 16  # reductions up to this many terms per output stay serial in one thread
+LONG = 8192  # rows of at least this many terms (a 1x32000 softmax): one block of up to WIDE lanes per row
+WIDE = 1024  # CUDA's threads per block (PoCL allows 4096: the same schedules as on the GPU)
 
 
 def _terms(b) -> int:
@@ -34,9 +36,18 @@ def _variants(terms: int, cap: int) -> list[tuple[int, int]]:
         cands = [(256, 1), (128, 1), (64, 1)]
     elif terms <= 256:
         cands = [(8, 32), (128, 1), (16, 16), (4, 64)]
-    else:
+    elif terms < LONG:
         cands = [(8, 32), (1, 256), (2, 128), (4, 64), (128, 1)]  # the last for terms no lane count divides
+    else:  # a warp or 256 lanes leave a 32000-term row 1000 / 125 serial terms per lane (0.8x dlight)
+        cands = [(1, n) for n in _wide_lanes(terms, cap)] + [(1, 256), (8, 32), (128, 1)]
     return [(r, t) for r, t in cands if r * t <= cap]
+
+
+def _wide_lanes(terms: int, cap: int) -> list[int]:
+    """The two widest whole-warp lane counts above 256 that divide `terms` (LiveSchedule splits only by
+    divisors), at most WIDE: 1024 and 512 for 8192 terms, 800 and 640 for 32000."""
+    top = min(cap, WIDE)
+    return [n for n in range(top - top % 32, 256, -32) if terms % n == 0][:2]
 
 
 def _iterations(sk, block: str, below: str) -> int:
