@@ -214,6 +214,15 @@ def pack_transposed_operands(sk: Sketch, b: BlockInfo, outputs: set[str]) -> tup
     return info, packed
 
 
+def fuse_epilogues(sk: Sketch, epilogues: list[str]) -> None:
+    """Fold the elementwise stages after a reduction into its write-back, in order: reverse_compute_inline
+    each; a stage whose input another stage also reads (GELU: x * (erf(x / sqrt 2) + 1) reads the bias add
+    twice) is compute_inlined into its consumers instead, until the last reader takes the whole chain."""
+    for ep in epilogues:
+        if sk.try_do("reverse_compute_inline", block=ep) is None:
+            sk.try_do("compute_inline", block=ep)
+
+
 def tile_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, ti: int, tj: int, tk: int,
                    cache_write: bool, epilogues: list[str]) -> None:
     """Register/cache tiling of a reduction whose innermost spatial loop is contiguous (GEMM, conv):
@@ -243,8 +252,7 @@ def tile_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, ti: int, tj
     anchor = par_loops[0] if par_loops else sk.loops(b.name)[len(outer) - 1]
     if cache_write:
         cw = sk.mem_do("cache_write", block=b.name, buffer=0, scope="global", at=anchor)[0]
-        for ep in epilogues:
-            sk.try_do("reverse_compute_inline", block=ep)
+        fuse_epilogues(sk, epilogues)
         cw_loops = sk.loops(cw)
         vectorize_inner(sk, cw_loops[-1], lanes)
     if k1 is not None and sk.extent(k1) <= 16:

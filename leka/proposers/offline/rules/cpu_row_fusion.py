@@ -1,11 +1,14 @@
 """CPU multi-block row pipelines (softmax, layernorm, normalisations): compute every producer inside the
 output block's outer row loop, parallelise that loop and vectorise each block's contiguous inner loop.
-Keeps a row's intermediates in cache instead of streaming whole tensors between blocks."""
+Keeps a row's intermediates in cache instead of streaming whole tensors between blocks. A pipeline calling
+exp/erf/tanh (softmax) also gets the fused-row schedules on alg.fast_math's polynomial rewrite, first: libm
+calls keep the row loops scalar, the polynomials vectorise."""
 from __future__ import annotations
 
 from leka.ir import CandidateIR
 
 from ..context import RuleContext
+from .cpu_matmul_epilogue import fast_start
 from ..cpu_plan import inline_intermediates, lanes_for, schedule_row_reduction, schedule_spatial
 
 NAME = "cpu.row_fusion"
@@ -36,7 +39,9 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
         return lanes_for(ctx.facts, b.dtype_bits)
 
     res = []
-    for inline, rfactor in ((False, False), (True, False), (False, True)):
+    fast = fast_start(ctx) if any(b.transcendental for b in ctx.infos) else None
+    variants = [(fast, False, False), (fast, True, False)] if fast is not None else []
+    for start, inline, rfactor in variants + [(None, False, False), (None, True, False), (None, False, True)]:
         def build(sk, inline=inline, rfactor=rfactor):
             done = set(inline_intermediates(sk, ctx.infos)) if inline else set()
             out = outs[0]
@@ -52,7 +57,8 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
                 else:
                     schedule_spatial(sk, b, lanes(b), ctx.cores, outer_done=1)
             sk.do("parallel", loop=row)
-        ir = ctx.attempt(NAME, {"inline": inline, "rfactor": rfactor}, build)
+        knobs = {"inline": inline, "rfactor": rfactor} | ({"fast_math": True} if start is not None else {})
+        ir = ctx.attempt(NAME, knobs, build, start=start)
         if ir is not None:
             res.append(ir)
     return res or None
