@@ -102,14 +102,21 @@ def test_matmul_epilogue_is_correct_and_fuses(kernel, fast):
     _check(spec, ir, preset)
 
 
-def test_row_fusion_softmax_on_fast_exp():
+@pytest.mark.parametrize("kernel", ["softmax", "layer_norm"])
+def test_row_fusion_one_pass_per_row(kernel):
+    """Each row's reductions split into vector lanes (rfactor) and computed at the row, rows parallel;
+    softmax's exp as alg.fast_math's polynomial."""
     from leka.proposers.offline.rules import cpu_row_fusion
 
-    spec = _spec("softmax")
+    spec = _spec(kernel)
     ctx, preset = _ctx(spec)
-    ir = next(ir for ir in cpu_row_fusion.apply(ctx) if ir.notes["knobs"].get("fast_math"))
+    ir = next(ir for ir in cpu_row_fusion.apply(ctx) if ir.notes["knobs"]["rfactor"] == "rows")
+    assert ir.notes["knobs"].get("fast_math", False) is (kernel == "softmax")
     script = ir.to_tvmscript(preset)
-    assert "T.exp" not in script and "T.vectorized" in script
+    assert "T.exp" not in script and "T.vectorized" in script and "_rf" in script
+    live = ir.apply()
+    row = {lp[0] for lp in map(live.loops_of, live.block_names())}
+    assert len(row) == 1  # every block under the one row loop
     _check(spec, ir, preset)
 
 

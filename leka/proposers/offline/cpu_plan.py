@@ -187,6 +187,36 @@ def schedule_row_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, rfa
         parallel_outer(sk, sp, cores, min_work)
 
 
+def rfactor_row_lanes(sk: Sketch, blocks: list[BlockInfo], lanes: int) -> list[str]:
+    """Split each float row reduction (its one reduce loop innermost and contiguous) into lanes-wide partial
+    results (rfactor), before the blocks move under a shared row loop: TVM's rfactor wants the block first
+    under its loops, which it no longer is once a row holds the whole pipeline. Returns the rf blocks."""
+    from leka.ir import IRApplyError
+
+    rfs = []
+    for b in blocks:
+        if not (b.is_float and b.reduce_contiguous and b.reduce == [len(b.kinds) - 1]):
+            continue
+        k = sk.loops(b.name)[-1]
+        w = vector_width(sk.extent(k), lanes)
+        if w:
+            k1 = sk.do("split", loop=k, factors=[None, w])[1]
+            rfs.append(sk.do("rfactor", loop=k1, factor_axis=len(b.spatial))[0])
+    if not rfs:
+        raise IRApplyError("no float row reduction to split into vector lanes")
+    return rfs
+
+
+def vectorize_rf_lanes(sk: Sketch, rf: str) -> str:
+    """An rf block computed at its row: loops [row, lanes, unit loops..., k0] -> k0 outside, lanes innermost and
+    vectorised. Returns k0 (where the partial sums' initialisation goes)."""
+    loops = sk.loops(rf)
+    sk.do("reorder", loops=[loops[-1], loops[1]])
+    loops = sk.loops(rf)
+    sk.do("vectorize", loop=loops[-1])
+    return loops[1]
+
+
 def pack_transposed_operands(sk: Sketch, b: BlockInfo, outputs: set[str]) -> tuple[BlockInfo, list[str]]:
     """Pack, transposed, each operand that walks the block's innermost spatial iterator along its
     second-to-last axis (K in Q @ K^T): cache_read at the root + transform_layout swapping the last

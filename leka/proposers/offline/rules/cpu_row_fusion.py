@@ -9,7 +9,8 @@ from leka.ir import CandidateIR
 
 from ..context import RuleContext
 from .cpu_matmul_epilogue import fast_start
-from ..cpu_plan import inline_intermediates, lanes_for, schedule_row_reduction, schedule_spatial
+from ..cpu_plan import (inline_intermediates, lanes_for, rfactor_row_lanes, schedule_row_reduction, schedule_spatial,
+                        vectorize_rf_lanes)
 
 NAME = "cpu.row_fusion"
 
@@ -40,23 +41,30 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
 
     res = []
     fast = fast_start(ctx) if any(b.transcendental for b in ctx.infos) else None
-    variants = [(fast, False, False), (fast, True, False)] if fast is not None else []
-    for start, inline, rfactor in variants + [(None, False, False), (None, True, False), (None, False, True)]:
+    # "rows": each row reduction split into vector lanes (rfactor) before the row fusion; True: after it
+    variants = [(fast, False, "rows"), (fast, False, False), (fast, True, False)] if fast is not None else []
+    for start, inline, rfactor in variants + [(None, False, "rows"), (None, False, False), (None, True, False),
+                                              (None, False, True)]:
         def build(sk, inline=inline, rfactor=rfactor):
             done = set(inline_intermediates(sk, ctx.infos)) if inline else set()
             out = outs[0]
+            reds = [b for b in ctx.infos if b.is_reduction and b is not out and b.name not in done]
+            rfs = rfactor_row_lanes(sk, reds, lanes(out)) if rfactor == "rows" else []
             lead = sk.loops(out.name)[:n_rows]
             row = sk.do("fuse", loops=lead)[0] if len(lead) > 1 else lead[0]
-            alive = set(sk.live.block_names())
-            rest = [b for b in ctx.infos if b.name in alive and b.name != out.name and b.name not in done]
-            for b in reversed(rest):
-                sk.do("compute_at", block=b.name, loop=row)
-            for b in rest + [out]:
+            for name in reversed([n for n in sk.live.block_names() if n != out.name]):
+                sk.do("compute_at", block=name, loop=row)
+            firsts = [vectorize_rf_lanes(sk, rf) for rf in rfs]
+            for b in [b for b in ctx.infos if b.name not in done and b.name in sk.live.block_names()]:
+                if b.is_reduction and rfs:
+                    continue  # now the lanes' final sum: a few scalar steps per row
                 if b.is_reduction:
-                    schedule_row_reduction(sk, b, lanes(b), ctx.cores, rfactor, outer_done=1)
+                    schedule_row_reduction(sk, b, lanes(b), ctx.cores, bool(rfactor), outer_done=1)
                 else:
                     schedule_spatial(sk, b, lanes(b), ctx.cores, outer_done=1)
             sk.do("parallel", loop=row)
+            for rf, k0 in zip(rfs, firsts):
+                sk.do("decompose_reduction", block=rf, loop=k0)
         knobs = {"inline": inline, "rfactor": rfactor} | ({"fast_math": True} if start is not None else {})
         ir = ctx.attempt(NAME, knobs, build, start=start)
         if ir is not None:
