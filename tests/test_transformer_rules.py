@@ -131,3 +131,31 @@ def test_reverse_inline_guard_keeps_gelu_gemm_well_formed():
     assert irs
     for ir in irs[:2]:
         _check(spec, ir, preset)
+
+
+def _nt_batched_spec():
+    """Q @ K^T with K stored [batch, keys, d] (the transpose folded into the matmul), scaled: an NT batched GEMM."""
+    from tvm import te
+
+    from leka.optimize.extract import KernelSpec
+
+    q = te.placeholder((2, 16, 8), "float32", name="q")
+    k = te.placeholder((2, 32, 8), "float32", name="k")
+    r = te.reduce_axis((0, 8), name="r")
+    s = te.compute((2, 16, 32), lambda b, i, j: te.sum(q[b, i, r] * k[b, j, r], axis=r), name="s")
+    y = te.compute((2, 16, 32), lambda b, i, j: s[b, i, j] * 0.125, name="y")
+    script = te.create_prim_func([q, k, y]).with_attr("global_symbol", "main").script()
+    return KernelSpec("nt0", "nt_batched", ["nt_batched"], 1, script,
+                      [("q", (2, 16, 8), "float32", "input"), ("k", (2, 32, 8), "float32", "input"),
+                       ("y", (2, 16, 32), "float32", "output")])
+
+
+def test_matmul_epilogue_packs_a_transposed_operand():
+    from leka.proposers.offline.rules import cpu_matmul_epilogue
+
+    spec = _nt_batched_spec()
+    ctx, preset = _ctx(spec)
+    ir = (cpu_matmul_epilogue.apply(ctx) or [None])[0]
+    assert ir is not None and any(st.op == "transform_layout" for st in ir.memory.steps)
+    assert "T.vectorized" in ir.to_tvmscript(preset)
+    _check(spec, ir, preset)
