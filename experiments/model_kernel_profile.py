@@ -63,11 +63,11 @@ def candidates(spec: Any, per_rule: int, only: set[str] | None) -> list[tuple[st
             continue
         for ir in irs[:per_rule]:
             try:
-                src = ir.to_tvmscript("host-cpu")
-            except Exception:
+                func = tvm.script.from_source(ir.to_tvmscript("host-cpu")).with_attr("global_symbol", "main")
+            except Exception as e:  # an ill-formed schedule result is a finding too
+                print(f"   {rule.NAME} {ir.notes.get('knobs')}: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
                 continue
-            out.append((f"{rule.NAME} {ir.notes.get('knobs')}", tvm.script.from_source(src).with_attr(
-                "global_symbol", "main")))
+            out.append((f"{rule.NAME} {ir.notes.get('knobs')}", func))
     return out
 
 

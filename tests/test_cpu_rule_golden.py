@@ -32,6 +32,7 @@ CASES = {
     "cpu_conv_channel_pack": "l1-conv2d_5x5_s1_nchw-14x14x6x16",
     "cpu_conv_register_tile": "l1-conv2d_5x5_s1_nchw-32x32x1x6",
     "cpu_depthwise_conv": "l1-dwconv2d_3x3_s2_nhwc_i8acc-12x12x64x64-i8",
+    "cpu_matmul_epilogue": "l2-linear_bias_gelu-32x128x512",
     "cpu_tile_reduction": "l1-dense_i8acc-64x12-i8",
     "cpu_pack_transposed": "l2-pca_reconstruction_error-1024x32x4",
     "cpu_partition_borders": "l1-causal_dwconv1d_k3-32x64-i8",

@@ -219,7 +219,17 @@ class LiveSchedule:
         getattr(self.sch, op)(self.block(a["block"]), self.loop(a["loop"]), preserve_unit_loops=True)
 
     def _inline(self, op: str, a: dict[str, Any]) -> None:
-        getattr(self.sch, op)(self.block(a["block"]))
+        block = self.block(a["block"])
+        if op == "reverse_compute_inline":
+            # TVM 0.27 accepts a producer that other blocks still read and leaves them a dangling buffer
+            # (an ill-formed function: a GELU epilogue reads the bias add twice, the divide is inlined)
+            for prod in self.sch.get_producers(block):
+                others = [c for c in self.sch.get_consumers(prod) if not self.sch.get(c).same_as(self.sch.get(block))]
+                if others:
+                    raise IRApplyError(f"reverse_compute_inline of {a['block']}: its producer "
+                                       f"{self.sch.get(prod).name_hint} is also read by "
+                                       f"{self.sch.get(others[0]).name_hint}")
+        getattr(self.sch, op)(block)
 
     def _decompose_reduction(self, op: str, a: dict[str, Any]) -> list[str]:
         init = self.sch.decompose_reduction(self.block(a["block"]), self.loop(a["loop"]))

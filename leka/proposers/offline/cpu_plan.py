@@ -187,6 +187,36 @@ def schedule_row_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, rfa
         parallel_outer(sk, sp, cores, min_work)
 
 
+def rfactor_row_lanes(sk: Sketch, blocks: list[BlockInfo], lanes: int) -> list[str]:
+    """Split each float row reduction (its one reduce loop innermost and contiguous) into lanes-wide partial
+    results (rfactor), before the blocks move under a shared row loop: TVM's rfactor wants the block first
+    under its loops, which it no longer is once a row holds the whole pipeline. Returns the rf blocks."""
+    from leka.ir import IRApplyError
+
+    rfs = []
+    for b in blocks:
+        if not (b.is_float and b.reduce_contiguous and b.reduce == [len(b.kinds) - 1]):
+            continue
+        k = sk.loops(b.name)[-1]
+        w = vector_width(sk.extent(k), lanes)
+        if w:
+            k1 = sk.do("split", loop=k, factors=[None, w])[1]
+            rfs.append(sk.do("rfactor", loop=k1, factor_axis=len(b.spatial))[0])
+    if not rfs:
+        raise IRApplyError("no float row reduction to split into vector lanes")
+    return rfs
+
+
+def vectorize_rf_lanes(sk: Sketch, rf: str) -> str:
+    """An rf block computed at its row: loops [row, lanes, unit loops..., k0] -> k0 outside, lanes innermost and
+    vectorised. Returns k0 (where the partial sums' initialisation goes)."""
+    loops = sk.loops(rf)
+    sk.do("reorder", loops=[loops[-1], loops[1]])
+    loops = sk.loops(rf)
+    sk.do("vectorize", loop=loops[-1])
+    return loops[1]
+
+
 def pack_transposed_operands(sk: Sketch, b: BlockInfo, outputs: set[str]) -> tuple[BlockInfo, list[str]]:
     """Pack, transposed, each operand that walks the block's innermost spatial iterator along its
     second-to-last axis (K in Q @ K^T): cache_read at the root + transform_layout swapping the last
@@ -212,6 +242,15 @@ def pack_transposed_operands(sk: Sketch, b: BlockInfo, outputs: set[str]) -> tup
     if not packed or not info.inner_contiguous:
         raise IRApplyError(f"packing did not make the innermost spatial loop of {b.name} contiguous")
     return info, packed
+
+
+def fuse_epilogues(sk: Sketch, epilogues: list[str]) -> None:
+    """Fold the elementwise stages after a reduction into its write-back, in order: reverse_compute_inline
+    each; a stage whose input another stage also reads (GELU: x * (erf(x / sqrt 2) + 1) reads the bias add
+    twice) is compute_inlined into its consumers instead, until the last reader takes the whole chain."""
+    for ep in epilogues:
+        if sk.try_do("reverse_compute_inline", block=ep) is None:
+            sk.try_do("compute_inline", block=ep)
 
 
 def tile_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, ti: int, tj: int, tk: int,
@@ -245,8 +284,7 @@ def tile_reduction(sk: Sketch, b: BlockInfo, lanes: int, cores: int, ti: int, tj
     anchor = par_loops[0] if par_loops else sk.loops(b.name)[len(outer) - 1]
     if cache_write:
         cw = sk.mem_do("cache_write", block=b.name, buffer=0, scope="global", at=anchor)[0]
-        for ep in epilogues:
-            sk.try_do("reverse_compute_inline", block=ep)
+        fuse_epilogues(sk, epilogues)
         cw_loops = sk.loops(cw)
         vectorize_inner(sk, cw_loops[-1], lanes)
     if k1 is not None and sk.extent(k1) <= 16:

@@ -1,11 +1,13 @@
-"""Fast math: exp, tanh and sigmoid as polynomial / rational approximations built from plain arithmetic
+"""Fast math: exp, tanh, sigmoid and erf as polynomial / rational approximations built from plain arithmetic
 (TVM's FastMath idea, written out here as TIR expressions). LLVM lowers `exp` and `tanh` to scalar libm
 calls, so a loop holding one is never vectorised and pays a call per element; the approximations
 vectorise like any arithmetic. Softmax, attention pooling, bilateral range weights and Gaussian
-likelihoods are dominated by these calls once their arithmetic is scheduled.
+likelihoods are dominated by these calls once their arithmetic is scheduled, and so is the Erf-GELU
+epilogue of a transformer's feed-forward GEMM (erff per element).
 
 Accuracy: exp is range-reduced (x = n ln2 + f) with a degree-7 polynomial in f, relative error ~1e-7
-(float32 rounding level), 0 below e^-88; tanh is Eigen's [13/6] rational form on [-9, 9], a few ulp.
+(float32 rounding level), 0 below e^-88; tanh is Eigen's [13/6] rational form on [-9, 9], a few ulp;
+erf is Eigen's [13/8] rational form on [-4, 4] (TVM's topi fast_erf), a few ulp.
 float16 calls are evaluated in float32. The rewrite is a candidate like any other: the evaluator checks it
 against the task's reference on every input distribution, the heavy-tailed one included."""
 from __future__ import annotations
@@ -18,13 +20,18 @@ from ..context import RuleContext
 from .common import as_candidate, map_expr, rebuild_nest, rewrite_root_nests
 
 NAME = "alg.fast_math"
-FUNCS = ("exp", "tanh", "sigmoid")
+FUNCS = ("exp", "tanh", "sigmoid", "erf")
 # exp: Cephes expf coefficients, as in TVM's topi fast_exp
 _EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1)
 # tanh: Eigen's generic_fast_tanh_float
 _TANH_A = (-2.76076847742355e-16, 2.00018790482477e-13, -8.60467152213735e-11, 5.12229709037114e-08,
            1.48572235717979e-05, 6.37261928875436e-04, 4.89352455891786e-03)
 _TANH_B = (1.19825839466702e-06, 1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03)
+# erf: Eigen's generic_fast_erf_float (odd numerator in x, even denominator), highest degree first
+_ERF_A = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF_B = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+          -1.42647390514189e-02)
 
 
 def _f(v: float) -> Any:
@@ -75,6 +82,15 @@ def fast_tanh(x: Any) -> Any:
     return _let("fm_t", tirx.max(tirx.min(x, _f(9.0)), _f(-9.0)), body)
 
 
+def fast_erf(x: Any) -> Any:
+    from tvm import tirx
+
+    def body(xc: Any) -> Any:
+        return _let("fm_x2", xc * xc, lambda x2: xc * _horner(x2, _ERF_A) / _horner(x2, _ERF_B))
+
+    return _let("fm_e", tirx.max(tirx.min(x, _f(4.0)), _f(-4.0)), body)
+
+
 def _approx(e: Any) -> Any | None:
     """The approximation replacing call `e`, or None when `e` is not a float32/float16 exp/tanh/sigmoid."""
     from tvm import ir, tirx
@@ -86,7 +102,7 @@ def _approx(e: Any) -> Any | None:
     if name not in FUNCS or dtype not in ("float32", "float16"):
         return None
     x = e.args[0] if dtype == "float32" else tirx.Cast("float32", e.args[0])
-    y = {"exp": fast_exp, "tanh": fast_tanh}.get(name, lambda v: _f(1.0) / (_f(1.0) + fast_exp(-v)))(x)
+    y = {"exp": fast_exp, "tanh": fast_tanh, "erf": fast_erf}.get(name, lambda v: _f(1.0) / (_f(1.0) + fast_exp(-v)))(x)
     return y if dtype == "float32" else tirx.Cast(dtype, y)
 
 
@@ -113,7 +129,7 @@ def _rewrite_block(block: Any) -> Any | None:
 
 
 def approximate(func: Any) -> tuple[Any, list[str]] | None:
-    """The function with every exp/tanh/sigmoid replaced; None when it has none (in perfect nests)."""
+    """The function with every exp/tanh/sigmoid/erf replaced; None when it has none (in perfect nests)."""
     def rewrite(nest: Any, blk: Any):
         new = _rewrite_block(blk)
         return None if new is None else ([rebuild_nest(nest, new)], [])
@@ -127,4 +143,4 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
         return None
     func, blocks = got
     return [as_candidate(ctx, func, NAME, {"blocks": blocks},
-                         f"fast math: polynomial exp/tanh/sigmoid in {', '.join(blocks)}")]
+                         f"fast math: polynomial exp/tanh/sigmoid/erf in {', '.join(blocks)}")]
