@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import OptimizeError, VerificationError
+from . import BuildFailedError, OptimizeError, VerificationError
 from .artifact import CHECK_EXPECTED, CHECK_INPUTS, FORMAT, LIBRARY, MANIFEST, check_out, file_digests, staging
 from .clock import WholeRun
 from .db import TuningDB, Winner, target_key
@@ -82,6 +82,7 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
     elif not preset.runnable:
         for p in profs:  # nothing can be measured here: build-only (tuned kernels come from the db only)
             p.budget, p.quick, p.why_not = None, False, build_only_why(preset)
+        view.say(f"not tuned or timed here: {build_only_why(preset)}")
     with TuningDB(opts.db) as db:
         # --remote: the same command again continues the run that waits for the remote host
         run_id, resumed = db.start_run(loaded.sha256, target_key(preset), opts.method, opts.resume or opts.remote)
@@ -126,7 +127,8 @@ def _with_minutes(spec: str | None, minutes: float) -> str:
 def build_only_why(preset: Any) -> str:
     """Why a build-only target's kernels are not tuned here, and what tunes them."""
     if preset.family != "cuda":
-        return "build-only target: not measurable here (docs/targets.md)"
+        why = preset.why_not_runnable or "build-only target: not measurable here"
+        return why if "docs/" in why else f"{why} (docs/targets.md)"
     return (f"no GPU here: tune with `--target {preset.name} --remote` (job folders run on the GPU host), "
             "docs/cuda.md")
 
@@ -234,25 +236,33 @@ def _remeasure(r: dict[str, Any]) -> dict[str, Any]:
 def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile],
                      decisions: dict[str, Winner], preset: Any, run_id: str, out: Path, whole: Any,
                      view: OptimizeView, clock: WholeRun) -> dict[str, Any]:
-    from .verify import check, input_sets, ort_outputs
+    from .fallback import settle
+    from .verify import input_sets, ort_outputs
 
-    replace_by = {name: w.source for p in profs if (w := decisions.get(p.spec.key)) and w.source
-                  for name in p.spec.names}
-    view.say(f"building the model for {preset.name} with {len(replace_by)} tuned kernel(s) ...")
+    by_kernel = {p.spec.key: {name: w.source for name in p.spec.names} for p in profs
+                 if (w := decisions.get(p.spec.key)) and w.source}
+    view.say(f"building the model for {preset.name} with {len(by_kernel)} tuned kernel(s) ...")
     sets = input_sets(loaded, opts.verify_sets)
     expected = ort_outputs(loaded, sets, _threads(preset))
     with staging(out) as tmp:
-        result, got = _run_build_job(opts, loaded, preset, replace_by, sets, tmp, clock)
+        def attempt(keys: list[str], final: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+            replace_by = {name: src for k in keys for name, src in by_kernel[k].items()}
+            return _build_and_check(opts, loaded, preset, replace_by, sets, expected, tmp, clock, final)
+
+        settled = settle(attempt, list(by_kernel))
+        for key, why in settled.dropped.items():
+            view.say(f"dropped kernel {key[:12]}: the model's build failed with its winner ({why[:160]})")
+        result, verification = settled.value
         _refuse_slower(result.get("latency"), preset)
-        verification: dict[str, Any] = {"status": "not run", "why": "(build-only target: run `leka run OUT --check` "
-                                                                     "on the device)"}
-        if got is not None:
-            verification = {"status": "passed", **check(loaded, expected, got)}
         _write_check(tmp, loaded, sets, expected)
-        outputs = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)}
-                   for n, e in zip(loaded.outputs, expected[0])]
         manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, clock.t0)
-        manifest["outputs"] = outputs
+        manifest["dropped"] = [{"kernel": p.spec.names[0], "key": p.spec.key, "why": settled.dropped[p.spec.key]}
+                               for p in profs if p.spec.key in settled.dropped]
+        for k in manifest["kernels"]:
+            if k["key"] in settled.dropped:
+                k["decision"] = "dropped: the model's build failed with its winner (default kept)"
+        manifest["outputs"] = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)}
+                               for n, e in zip(loaded.outputs, expected[0])]
         manifest["digests"] = file_digests(tmp)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
         from .report import html_page, markdown
@@ -260,6 +270,19 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
         (tmp / "report.md").write_text(markdown(manifest))
         (tmp / "report.html").write_text(html_page(manifest))
     return manifest
+
+
+def _build_and_check(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, replace_by: dict[str, str],
+                     sets: list[list[np.ndarray]], expected: list[list[np.ndarray]], tmp: Path, clock: WholeRun,
+                     timed: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One build with these winners, its outputs checked against ONNX Runtime's (raises BuildFailedError or
+    VerificationError); timed: the end-to-end comparison too (the build that is kept)."""
+    from .verify import check
+
+    result, got = _run_build_job(opts, loaded, preset, replace_by, sets, tmp, clock, timed)
+    if got is None:
+        return result, {"status": "not run", "why": "(build-only target: run `leka run OUT --check` on the device)"}
+    return result, {"status": "passed", **check(loaded, expected, got)}
 
 
 def _refuse_slower(latency: dict[str, Any] | None, preset: Any) -> None:
@@ -294,9 +317,12 @@ def _threads(preset: Any) -> int:
 
 
 def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, replace: dict[str, str],
-                   sets: list[list[np.ndarray]], tmp: Path,
-                   clock: WholeRun) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
+                   sets: list[list[np.ndarray]], tmp: Path, clock: WholeRun,
+                   timed: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
+    import shutil
+
     work = tmp / ".build"
+    shutil.rmtree(work, ignore_errors=True)  # a failed try before this one (fallback.settle) left its own
     work.mkdir()
     runnable = preset.runnable and preset.family == "cpu"
     np.savez(work / "inputs.npz", **{f"{s}:{i.name}": x for s, xs in enumerate(sets)
@@ -305,7 +331,7 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
            "target": preset.target if preset.name == "custom" else preset.name, "replace": replace,
            "export": str(tmp / LIBRARY), "inputs": str(work / "inputs.npz") if runnable else None,
            "outputs": str(work / "outputs.npz"), "input_names": [i.name for i in loaded.inputs],
-           "n_sets": len(sets), "threads": _threads(preset), "time": opts.time_s > 0, "min_time_s": opts.time_s,
+           "n_sets": len(sets), "threads": _threads(preset), "time": timed and opts.time_s > 0, "min_time_s": opts.time_s,
            "result": str(work / "result.json")}
     (work / "job.json").write_text(json.dumps(job))
     left = clock.left_s()
@@ -317,11 +343,10 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
         raise clock.over("building the model") from None
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        raise OptimizeError(f"building the optimised model failed: {lines[-1][:300] if lines else proc.returncode}")
+        raise BuildFailedError(f"building the optimised model failed: "
+                               f"{lines[-1][:300] if lines else proc.returncode}")
     result = json.loads((work / "result.json").read_text())
     got = dict(np.load(work / "outputs.npz")) if runnable else None
-    import shutil
-
     shutil.rmtree(work)
     return result, got
 

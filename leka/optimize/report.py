@@ -66,6 +66,8 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
         lines.append(f"verification: {v.get('status', 'not run')} {v.get('why', '')}".strip())
     if m.get("tuning_note"):
         lines.append(m["tuning_note"])
+    lines += [f"dropped {d['kernel']} (default kept): the model's build failed with its winner: {d['why'][:200]}"
+              for d in m.get("dropped") or []]
     return lines
 
 
