@@ -75,7 +75,7 @@ def test_a_broken_winner_is_dropped_and_the_artifact_written(tmp_path, monkeypat
         good = tdb.get(good_key, target_key(preset))
         broken = Winner(bad.key, bad.task_id, "@T.prim_func\ndef main(:\n    pass\n", 3.0, 1.0, 3.0, "hand",
                         run_id, None, {})
-        return {good_key: good, bad.key: broken}, None
+        return {good_key: good, bad.key: broken}, None, "test"
 
     monkeypatch.setattr(pipeline, "_decide", decide)
     out = tmp_path / "deep" / "er" / "gemv.leka"  # -o makes the missing parent folders

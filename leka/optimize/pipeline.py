@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import BuildFailedError, OptimizeError, VerificationError
-from .artifact import CHECK_EXPECTED, CHECK_INPUTS, FORMAT, LIBRARY, MANIFEST, check_out, file_digests, staging
+from .artifact import CHECK_EXPECTED, CHECK_INPUTS, LIBRARY, MANIFEST, check_out, file_digests, staging
 from .clock import WholeRun
 from .db import TuningDB, Winner, target_key
 from .extract import kernel_specs, make_task
@@ -89,11 +89,12 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
         view.say(f"run {run_id}{' (resumed)' if resumed else ''}; tuning db {db.path}")
         view.kernels(profs)
         try:
-            decisions, waiting = _decide(profs, preset, tune_opts, run_id, db, view)
+            decisions, waiting, note = _decide(profs, preset, tune_opts, run_id, db, view)
             if waiting is not None:
                 db.finish_run(run_id, "waiting-remote", {"store": waiting.store, "waiting": waiting.waiting})
                 return waiting
-            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, whole, view, clock)
+            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, (whole, note), view,
+                                        clock)
         except BaseException as e:
             db.finish_run(run_id, "failed" if not isinstance(e, KeyboardInterrupt) else "interrupted",
                           {"error": str(e)[:300]})
@@ -150,29 +151,34 @@ def _check_remote(opts: OptimizeOptions, preset: Any) -> None:
 
 
 def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_id: str, db: TuningDB,
-            view: OptimizeView) -> tuple[dict[str, Winner], Any]:
-    """Decisions by kernel key: reused from the db (re-verified), or tuned now; and with --remote, what still
-    waits for the remote host (remote.RemoteWaiting, None when nothing does)."""
+            view: OptimizeView) -> tuple[dict[str, Winner], Any, str]:
+    """Decisions by kernel key: reused from the db (re-verified) when the entry settles the kernel
+    (optimize.rounds.settles), else tuned now, in rounds while the minutes last, a re-verified entry kept as the
+    incumbent; and with --remote, what still waits for the remote host (remote.RemoteWaiting, None when nothing
+    does), and a line on how the budget ended."""
     from leka.budget import Budget
 
+    from .rounds import settles, tune_in_rounds
     from .tune import tune_all
 
     tkey = target_key(preset)
-    decisions: dict[str, Winner] = {}
     reusable = {p.spec.key: w for p in profs if (w := db.get(p.spec.key, tkey)) is not None}
-    if reusable:
-        measure = preset.runnable and not opts.remote and not opts.rpc
-        decisions.update(_reverify(profs, reusable, preset, db, tkey, view, measure))
+    measure = preset.runnable and not opts.remote and not opts.rpc
+    found = _reverify(profs, reusable, preset, db, tkey, view, measure) if reusable else {}
+    decisions = {p.spec.key: found[p.spec.key] for p in profs if p.spec.key in found and settles(found[p.spec.key], p)}
+    incumbents = {k: w for k, w in found.items() if k not in decisions}
     for p in profs:
         if p.spec.key in decisions:
             p.budget = None
+        elif p.spec.key in incumbents:
+            view.set(p.spec.key, "queued", "db entry from a smaller budget or the quick pass: tuned further")
     with view:
         if opts.remote:
             from .remote import tune_remote
 
             new, waiting = tune_remote([p for p in profs if p.spec.key not in decisions], preset, opts, run_id, db,
                                        view.event)
-            return {**decisions, **new}, waiting
+            return {**decisions, **new}, waiting, "remote rounds"
         if opts.executor is not None:  # the searched kernels as jobs of an executor (leka/executors: Ray)
             from leka.executors.tuning import tune_on_executor
 
@@ -180,9 +186,16 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
                                               run_id, db, view.event, rpc=opts.rpc))
         rest = [p for p in profs if p.spec.key not in decisions]
         minutes = Budget.parse(opts.budget).limits.get("minutes")
-        decisions.update(tune_all(rest, preset, opts.method, opts.method_options(), run_id, db, opts.jobs,
-                                  view.event, rpc=opts.rpc, until=time.time() + minutes * 60 if minutes else None))
-    return decisions, None
+        until = time.time() + minutes * 60 if minutes and preset.runnable else None
+
+        def tune(todo: list[KernelProfile], attempt: int) -> dict[str, Winner]:
+            return tune_all(todo, preset, opts.method, opts.method_options(), run_id, db, opts.jobs, view.event,
+                            rpc=opts.rpc, until=until, attempt=attempt)
+
+        tuned, note = tune_in_rounds(rest, incumbents, tune, preset, db, until, view.say)
+        view.say(note)
+        decisions.update(tuned)
+    return decisions, None, note
 
 
 def _reverify(profs: list[KernelProfile], found: dict[str, Winner], preset: Any, db: TuningDB, tkey: str,
@@ -234,9 +247,12 @@ def _remeasure(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile],
-                     decisions: dict[str, Winner], preset: Any, run_id: str, out: Path, whole: Any,
+                     decisions: dict[str, Winner], preset: Any, run_id: str, out: Path, budget: tuple[Any, str],
                      view: OptimizeView, clock: WholeRun) -> dict[str, Any]:
+    """The model built with the winners (fallback.settle drops any that break it), verified, written to OUT;
+    budget: the whole Budget and how it ended."""
     from .fallback import settle
+    from .manifest import build_manifest
     from .verify import input_sets, ort_outputs
 
     by_kernel = {p.spec.key: {name: w.source for name in p.spec.names} for p in profs
@@ -244,6 +260,7 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
     view.say(f"building the model for {preset.name} with {len(by_kernel)} tuned kernel(s) ...")
     sets = input_sets(loaded, opts.verify_sets)
     expected = ort_outputs(loaded, sets, _threads(preset))
+    whole, note = budget
     with staging(out) as tmp:
         def attempt(keys: list[str], final: bool) -> tuple[dict[str, Any], dict[str, Any]]:
             replace_by = {name: src for k in keys for name, src in by_kernel[k].items()}
@@ -255,7 +272,8 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
         result, verification = settled.value
         _refuse_slower(result.get("latency"), preset)
         _write_check(tmp, loaded, sets, expected)
-        manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, clock.t0)
+        manifest = build_manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, clock.t0,
+                                  note)
         manifest["dropped"] = [{"kernel": p.spec.names[0], "key": p.spec.key, "why": settled.dropped[p.spec.key]}
                                for p in profs if p.spec.key in settled.dropped]
         for k in manifest["kernels"]:
@@ -289,6 +307,7 @@ def _refuse_slower(latency: dict[str, Any] | None, preset: Any) -> None:
     """The whole model timed against its default build (when timed, --time > 0): a build slower beyond noise is
     not written (the kernels' winner tests passed one by one; the model is what ships)."""
     from .remote import baseline_for
+    from .timing_verdict import round_ratios
     from .tune import noise_floor
 
     default = baseline_for(preset)
@@ -297,16 +316,10 @@ def _refuse_slower(latency: dict[str, Any] | None, preset: Any) -> None:
     opt, base = latency["optimized"], latency[default]
     floor = noise_floor({"rounds": min(opt["rounds"], base["rounds"]), "spread": opt["iqr_rel"],
                          "baseline_spread": base["iqr_rel"]})
-    if opt["median_ms"] > base["median_ms"] * floor:
+    if opt["median_ms"] > base["median_ms"] * floor and max(round_ratios(opt, base)) < 1.0:  # slower every round
         raise VerificationError(f"the optimised build is slower than the default build ({default}) beyond noise: "
                                 f"{opt['median_ms']:.4g} ms vs {base['median_ms']:.4g} ms (more than {floor:.3g}x); "
                                 "nothing written (a tuning-db entry may be stale: try a new --db)")
-
-
-def _budget_spec(opts: OptimizeOptions) -> str:
-    if opts.remote:
-        return f"remote rounds: {opts.remote_steps} search step(s) per kernel + the final re-measure"
-    return opts.budget or ""
 
 
 def _threads(preset: Any) -> int:
@@ -357,38 +370,3 @@ def _write_check(tmp: Path, loaded: LoadedModel, sets: list[list[np.ndarray]],
     (tmp / "check").mkdir()
     np.savez(tmp / CHECK_INPUTS, **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
     np.savez(tmp / CHECK_EXPECTED, **dict(zip(loaded.outputs, expected[0])))
-
-
-def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile], decisions: dict[str, Winner],
-              preset: Any, run_id: str, whole: Any, result: dict[str, Any], verification: dict[str, Any],
-              t0: float) -> dict[str, Any]:
-    from leka.evaluator import versions
-
-    kernels, spent = [], {}
-    for p in profs:
-        w = decisions.get(p.spec.key)
-        for kind, v in ((w.detail.get("spent") or {}) if w else {}).items():
-            if isinstance(v, (int, float)) and w.run_id == run_id:
-                spent[kind] = spent.get(kind, 0) + v
-        why_not = "the quick pass ran out of time" if p.quick else p.why_not
-        decision = (f"not tuned ({why_not})" if w is None else
-                    ("tuned" if w.run_id == run_id else "reused from db") + (": replaced" if w.source else
-                                                                              ": default kept"))
-        kernels.append({**p.to_json(), "decision": decision, "speedup": w.speedup if w else None,
-                        "candidate_ms": w.candidate_ms if w else None, "method": w.method if w else None,
-                        "baseline": w.detail.get("baseline") if w else None,
-                        "agent_run": w.agent_run if w else None, "tuned_in_run": w.run_id if w else None,
-                        "detail": w.detail if w else {}})
-    return {"format": FORMAT, "library": LIBRARY, "run_id": run_id, "method": opts.method, "llm": opts.llm,
-            "model": {"path": loaded.path, "sha256": loaded.sha256, "opset": loaded.opset},
-            "target": {"name": preset.name, "family": preset.family, "tvm": preset.target,
-                       "runnable_here": preset.runnable, "device": {"cpu": "cpu"}.get(preset.family, preset.family)},
-            "inputs": [i.to_json() for i in loaded.inputs],
-            "outputs": [{"name": n} for n in loaded.outputs], "versions": versions(),
-            "kernels": kernels, "budget": {"spec": _budget_spec(opts), "limits": whole.limits, "spent": spent,
-                                           "spent_summary": ", ".join(f"{k}={v:.4g}" for k, v in spent.items() if v)
-                                           or "nothing"},
-            "build_s": result.get("build_s"), "latency": result.get("latency"), "latency_threads": _threads(preset),
-            "prepacked": result.get("prepacked", []),  # kernels whose weight packing ran at build time (prepack.py)
-            "verification": verification, "wall_s": time.monotonic() - t0,
-            "tuning_note": None if preset.runnable or opts.remote else f"kernels not tuned: {build_only_why(preset)}"}
