@@ -8,7 +8,7 @@ import json
 from leka.cli.main import main
 from leka.optimize.db import Winner
 from leka.optimize.profile import KernelProfile
-from leka.optimize.rounds import end_note, exhausted, next_round, quick_how, search_how, settles
+from leka.optimize.rounds import end_note, exhausted, next_round, quick_how, search_how, settles, tune_in_rounds
 
 
 class _Spec:
@@ -52,6 +52,33 @@ def test_leftover_minutes_go_to_kernels_not_exhausted_largest_first():
     assert "could still be searched" in end_note(profs, done, 0.5, 1)
     every = {k: _entry(search_how("minutes=1", "every layer exhausted")) for k in "abcd"}
     assert next_round(profs, every, left=5.0) == [] and "stopped early" in end_note(profs, every, 5.0, 2)
+
+
+def test_rounds_continue_until_every_search_is_exhausted(tmp_path):
+    """A settled quick-pass entry and a search cut off by its budget get the leftover minutes; the run stops early
+    once every search is exhausted and says so."""
+    import time
+
+    from leka.optimize.db import TuningDB
+
+    profs = [_prof("a", 0.6, "minutes=1"), _prof("q", 0.4, None)]
+    rounds: list[list[str]] = []
+
+    def tune(todo, attempt):
+        rounds.append([p.spec.key for p in todo])
+        reason = "budget: minutes" if attempt == 0 else "every layer exhausted"
+        return {p.spec.key: Winner(p.spec.key, "t", None, None, None, None, "leka", "r1", None,
+                                   {"correct": True, "how": search_how(p.budget, reason)}) for p in todo}
+
+    class _Preset:
+        target = {"kind": "llvm"}
+
+    with TuningDB(tmp_path / "t.db") as db:
+        got, note = tune_in_rounds([profs[0]], profs, {"q": _entry(quick_how(0.1))}, tune, _Preset(), db,
+                                   time.time() + 5 * 60, lambda _m: None)
+    assert rounds == [["a"], ["a", "q"]] and "stopped early" in note and "every kernel's search" in note
+    assert got["q"].source == "src"  # the quick pass's winner stays: the search found nothing faster
+    assert got["q"].detail["how"]["exhausted"] and got["q"].detail["continued_in"] == "r1"
 
 
 def test_a_quick_pass_entry_is_tuned_further_under_a_search_budget(tmp_path):

@@ -192,7 +192,7 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
             return tune_all(todo, preset, opts.method, opts.method_options(), run_id, db, opts.jobs, view.event,
                             rpc=opts.rpc, until=until, attempt=attempt)
 
-        tuned, note = tune_in_rounds(rest, incumbents, tune, preset, db, until, view.say)
+        tuned, note = tune_in_rounds(rest, profs, {**decisions, **incumbents}, tune, preset, db, until, view.say)
         view.say(note)
         decisions.update(tuned)
     return decisions, None, note

@@ -58,7 +58,8 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
     m = manifest
     lines = [f"model {m['model']['path']} (sha256 {m['model']['sha256'][:12]}, opset {m['model']['opset']}) "
              f"for {m['target']['name']}; method {m['method']}; run {m['run_id']}",
-             f"budget {m['budget']['spec'] or 'unlimited'}; spent {m['budget']['spent_summary']}"]
+             f"budget {m['budget']['spec'] or 'unlimited'}; spent {m['budget']['spent_summary']}"
+             + (f"; {m['budget']['ended']}" if m["budget"].get("ended") else "")]
     v = m.get("verification") or {}
     if v.get("status") == "passed":
         errs = ", ".join(f"{k} {e:.2g}" for k, e in v["max_abs_err"].items())

@@ -99,14 +99,14 @@ def exhausted(w: Winner | None) -> bool:
     return bool(decided_how(w).get("exhausted"))
 
 
-def tune_in_rounds(profs: list[KernelProfile], incumbents: dict[str, Winner], tune: Callable[..., dict[str, Winner]],
-                   preset: Any, db: TuningDB, until: float | None,
+def tune_in_rounds(first: list[KernelProfile], everyone: list[KernelProfile], known: dict[str, Winner],
+                   tune: Callable[..., dict[str, Winner]], preset: Any, db: TuningDB, until: float | None,
                    say: Callable[[str], None]) -> tuple[dict[str, Winner], str]:
-    """Tune `profs` (the first round as profiled), then, while minutes are left, those whose search is not
-    exhausted; returns the decisions and a one-line note on how the budget ended. `tune(profs, attempt)` runs
-    tune.tune_all (attempt: the round, a new search's seed and agent run)."""
-    tkey, decisions, rounds = target_key(preset), dict(incumbents), 0
-    todo = profs
+    """Tune `first` (as profiled; `known`: the decisions so far, db entries settled or incumbent), then, while
+    minutes are left, those of `everyone` whose search is not exhausted; returns the decisions and a one-line note
+    on how the budget ended. `tune(profs, attempt)` runs tune.tune_all (attempt: the round, a new search's seed
+    and agent run)."""
+    tkey, decisions, rounds, todo = target_key(preset), dict(known), 0, first
     while True:
         for key, w in tune(todo, rounds).items():
             decisions[key] = merge(decisions.get(key), w, tkey, db) if key in decisions else w
@@ -114,9 +114,9 @@ def tune_in_rounds(profs: list[KernelProfile], incumbents: dict[str, Winner], tu
         if until is None:
             return decisions, "no minutes limit: one search per kernel"
         left = (until - time.time()) / 60
-        todo = next_round(profs, decisions, left)
+        todo = next_round(everyone, decisions, left)
         if not todo:
-            return decisions, end_note(profs, decisions, left, rounds)
+            return decisions, end_note(everyone, decisions, left, rounds)
         say(f"round {rounds + 1}: {left:.2g} min left for {len(todo)} kernel(s) whose search is not exhausted")
 
 
