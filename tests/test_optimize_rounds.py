@@ -48,7 +48,7 @@ def test_leftover_minutes_go_to_kernels_not_exhausted_largest_first():
     picked = next_round(profs, done, left=2.5)  # room for two searches of >= 1 minute
     assert [p.spec.key for p in picked] == ["b", "c"] and all(not p.quick for p in picked)
     assert sum(float(p.budget.split("=")[1]) for p in picked) <= 2.5 + 1e-6 + 1.0
-    assert next_round(profs, done, left=0.5) == []
+    assert next_round(profs, done, left=0.5) == [] and next_round(profs, done, left=-0.6) == []
     assert "could still be searched" in end_note(profs, done, 0.5, 1)
     every = {k: _entry(search_how("minutes=1", "every layer exhausted")) for k in "abcd"}
     assert next_round(profs, every, left=5.0) == [] and "stopped early" in end_note(profs, every, 5.0, 2)

@@ -123,6 +123,8 @@ def tune_in_rounds(first: list[KernelProfile], everyone: list[KernelProfile], kn
 def next_round(profs: list[KernelProfile], decisions: dict[str, Winner], left: float) -> list[KernelProfile]:
     """The kernels the next round searches (their budget set): not exhausted, largest share first, as many as
     get MIN_SEARCH_MINUTES each of the `left` minutes, which they split by share."""
+    if left < MIN_SEARCH_MINUTES:
+        return []
     open_ = sorted((p for p in profs if not exhausted(decisions.get(p.spec.key))), key=lambda p: -p.share)
     picked = open_[:int(left // MIN_SEARCH_MINUTES)]
     norm = sum(p.share for p in picked) or 1.0
