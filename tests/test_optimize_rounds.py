@@ -81,6 +81,16 @@ def test_rounds_continue_until_every_search_is_exhausted(tmp_path):
     assert got["q"].detail["how"]["exhausted"] and got["q"].detail["continued_in"] == "r1"
 
 
+def test_spending_counts_every_round_of_this_run():
+    from leka.optimize.rounds import spent_in
+
+    w = _entry(quick_how(0.2), detail={"spent": {"minutes": 0.2}, "continued_in": "r0",
+                                       "continued_spent": {"minutes": 1.0, "compiles": 6}})
+    assert spent_in(w, "r0") == {"minutes": 1.2, "compiles": 6}  # first answer and the later round, same run
+    w.run_id = "older"
+    assert spent_in(w, "r0") == {"minutes": 1.0, "compiles": 6} and spent_in(w, "other") == {}
+
+
 def test_a_quick_pass_entry_is_tuned_further_under_a_search_budget(tmp_path):
     """The db holds the quick pass's winner for the GEMV kernel; a run that gives the kernel a search tunes it
     (it is not reused for free), records how the new decision was made, and the next run with the same budget

@@ -24,7 +24,8 @@ def _decision(p: KernelProfile, w: Winner | None, run_id: str) -> str:
         return f"not tuned ({'the quick pass ran out of time' if p.quick else p.why_not})"
     how = "tuned" if w.run_id == run_id else "reused from db"
     if w.detail.get("continued_in") == run_id:
-        how = "continued (db entry searched further; the earlier winner stayed fastest)"
+        how = ("tuned (searched again in a later round; the first answer stayed fastest)" if w.run_id == run_id
+               else "continued (db entry searched further; the earlier winner stayed fastest)")
     return how + (": replaced" if w.source else ": default kept")
 
 

@@ -84,10 +84,15 @@ def merge(old: Winner | None, new: Winner, tkey: str, db: TuningDB) -> Winner:
 
 
 def spent_in(w: Winner, run_id: str) -> dict[str, float]:
-    """What run `run_id` spent on this decision: its own search, or the search that continued it."""
-    if w.run_id == run_id:
-        return w.detail.get("spent") or {}
-    return (w.detail.get("continued_spent") or {}) if w.detail.get("continued_in") == run_id else {}
+    """What run `run_id` spent on this decision: its own search, and the search that continued it."""
+    parts = [w.detail.get("spent") or {} if w.run_id == run_id else {},
+             w.detail.get("continued_spent") or {} if w.detail.get("continued_in") == run_id else {}]
+    out: dict[str, float] = {}
+    for part in parts:
+        for kind, v in part.items():
+            if isinstance(v, (int, float)):
+                out[kind] = out.get(kind, 0) + v
+    return out
 
 
 def exhausted(w: Winner | None) -> bool:
