@@ -161,6 +161,8 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
     from .rounds import settles, tune_in_rounds
     from .tune import tune_all
 
+    minutes = Budget.parse(opts.budget).limits.get("minutes")  # tuning's minutes: re-verifying counts in them
+    until = time.time() + minutes * 60 if minutes and preset.runnable else None
     tkey = target_key(preset)
     reusable = {p.spec.key: w for p in profs if (w := db.get(p.spec.key, tkey)) is not None}
     measure = preset.runnable and not opts.remote and not opts.rpc
@@ -185,14 +187,13 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
             decisions.update(tune_on_executor(opts.executor, profs, preset, opts.method, opts.method_options(),
                                               run_id, db, view.event, rpc=opts.rpc))
         rest = [p for p in profs if p.spec.key not in decisions]
-        minutes = Budget.parse(opts.budget).limits.get("minutes")
-        until = time.time() + minutes * 60 if minutes and preset.runnable else None
 
         def tune(todo: list[KernelProfile], attempt: int) -> dict[str, Winner]:
             return tune_all(todo, preset, opts.method, opts.method_options(), run_id, db, opts.jobs, view.event,
                             rpc=opts.rpc, until=until, attempt=attempt)
 
-        tuned, note = tune_in_rounds(rest, profs, {**decisions, **incumbents}, tune, preset, db, until, view.say)
+        everyone = profs if opts.executor is None else rest  # kernels tuned on Ray are not re-run here
+        tuned, note = tune_in_rounds(rest, everyone, {**decisions, **incumbents}, tune, preset, db, until, view.say)
         view.say(note)
         decisions.update(tuned)
     return decisions, None, note
