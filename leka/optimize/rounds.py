@@ -127,14 +127,16 @@ def tune_in_rounds(first: list[KernelProfile], everyone: list[KernelProfile], kn
 
 def next_round(profs: list[KernelProfile], decisions: dict[str, Winner], left: float) -> list[KernelProfile]:
     """The kernels the next round searches (their budget set): not exhausted, largest share first, as many as
-    get MIN_SEARCH_MINUTES each of the `left` minutes, which they split by share."""
+    get MIN_SEARCH_MINUTES each of the `left` minutes; what is left beyond those minimums is split by share (the
+    round's budgets add up to `left`)."""
     if left < MIN_SEARCH_MINUTES:
         return []
     open_ = sorted((p for p in profs if not exhausted(decisions.get(p.spec.key))), key=lambda p: -p.share)
     picked = open_[:int(left // MIN_SEARCH_MINUTES)]
     norm = sum(p.share for p in picked) or 1.0
+    spare = left - len(picked) * MIN_SEARCH_MINUTES  # what is left after each gets its minimum: split by share
     for p in picked:
-        p.budget = f"minutes={max(left * p.share / norm, MIN_SEARCH_MINUTES):.4g}"
+        p.budget = f"minutes={MIN_SEARCH_MINUTES + spare * p.share / norm:.4g}"
         p.quick, p.why_not = False, ""
     return picked
 
