@@ -47,3 +47,19 @@ def test_optimize_tunes_and_times_with_a_host_target_dict(tmp_path, capsys):
     assert m["budget"]["spent"].get("compiles", 0) >= 1
     assert {"optimized", "tvm-naive", "onnxruntime"} <= set(m["latency"]) and m["latency_host"]["cores"] >= 1
     assert m["verification"]["status"] == "passed"
+
+
+def test_out_parents_are_made_only_when_writing_and_a_file_in_the_way_is_refused(tmp_path):
+    import pytest
+
+    from leka.optimize import OptimizeError
+    from leka.optimize.artifact import check_out, staging
+
+    out = check_out(tmp_path / "a" / "b" / "m.leka")
+    assert not (tmp_path / "a").exists()  # nothing made before the run writes OUT
+    with staging(out) as tmp:
+        (tmp / "x").write_text("1")
+    assert (out / "x").read_text() == "1"
+    (tmp_path / "f").write_text("not a folder")
+    with pytest.raises(OptimizeError, match="is a file, not a folder"):
+        check_out(tmp_path / "f" / "sub" / "m.leka")
