@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     from leka.optimize.demo_models import MODELS, write
+    from leka.optimize.timing_verdict import spread, verdict, warnings
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget", default="minutes=10", help="leka optimize budget per model (default minutes=10)")
@@ -57,7 +58,9 @@ def main() -> int:
         m = json.loads((art / "manifest.json").read_text())
         lat = {k: v["median_ms"] for k, v in (m.get("latency") or {}).items()}
         row = {"model": name, "wall_s": wall, "latency_ms": lat,
-               "spread": {k: v["iqr_rel"] for k, v in m["latency"].items()},
+               "spread": {k: spread(v) for k, v in m["latency"].items()},  # across rounds (timing_verdict)
+               "verdict": {k: verdict(m["latency"]["optimized"], v) for k, v in m["latency"].items()
+                           if k != "optimized"}, "warnings": warnings(m["latency"], m.get("latency_host")),
                "kernels_replaced": sum(1 for k in m["kernels"] if k["decision"].endswith("replaced")),
                "kernels": len(m["kernels"]), "budget_spent": m["budget"]["spent"],
                "max_abs_err": m["verification"].get("max_abs_err"), "load_after": os.getloadavg()[0]}

@@ -66,7 +66,7 @@ def main() -> int:
     want = runners["onnxruntime"](inputs)
     err = {n: max(float(np.abs(g - w).max()) for g, w in zip(runners[n](inputs), want))
            for n in ("per-call", "prepacked")}
-    lat = alternate(runners, inputs, min_time_s=args.time)
+    lat, _host = alternate(runners, inputs, min_time_s=args.time)
     kernels = [k.split(":")[0] for k in prepacked(folded) if k.endswith(":build")]
     # each such kernel whole (packing per call) against its split compute part (packed weight as an argument)
     ks = kernel_ms({**{f"{k} per-call": per_call[k] for k in kernels},

@@ -20,19 +20,23 @@ def register(sub) -> None:
                "  leka optimize kws.onnx --target cuda -o kws-cuda.leka   # build-only here; run on the GPU box\n"
                "  leka optimize kws.onnx --executor ray --ray-address HEAD:6379   # kernels on a Ray cluster\n"
                "  leka run kws.leka --inputs in.npz --outputs out.npz\n"
-               "Exit status: 0 written, 1 the optimised build disagrees with ONNX Runtime (nothing written), "
-               "2 bad input. Docs: docs/optimize.md",
+               "A winner that breaks the model's build is dropped (bisected; the manifest's 'dropped' says why) "
+               "and the rest still written.\n"
+               "Exit status: 0 written, 1 the build disagrees with ONNX Runtime or fails even with no winner "
+               "(nothing written), 2 bad input. Docs: docs/optimize.md",
         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("model", help="ONNX model file")
     p.add_argument("--target", default="host-cpu",
                    help="preset (host-cpu, cuda, opencl-pocl, rpi5, jetson-orin-nano, ...; `leka targets`) or a "
-                        "TVM target dict as JSON (default host-cpu)")
-    p.add_argument("-o", "--out", metavar="OUT", help="artifact directory (default: MODEL's name + .leka)")
+                        "TVM target dict as JSON; an llvm dict for this host's arch and mcpu (or none) is tuned and "
+                        "timed like host-cpu (default host-cpu)")
+    p.add_argument("-o", "--out", metavar="OUT", help="artifact directory (default: MODEL's name + .leka; missing parent folders are made)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=DxD...",
                    help="pin an input's dynamic dimensions, e.g. input=1x3x224x224 (repeatable)")
     p.add_argument("--budget", default="minutes=10",
                    help="whole-model limits split over the kernels, e.g. minutes=10 or compiles=100,measurements=100 "
-                        "(default minutes=10)")
+                        "(default minutes=10); minutes left over go to further rounds on kernels whose search is "
+                        "not exhausted, and a db entry from a smaller budget is tuned further")
     p.add_argument("--method", default="leka",
                    help="tuning method: leka (default), tvm-dlight, metaschedule ... "
                         "(`leka bench run --method list` lists them)")

@@ -18,4 +18,11 @@ class VerificationError(LekaError):
     exit_code = ExitCode.FAILED
 
 
-__all__ = ["OptimizeError", "VerificationError"]
+class BuildFailedError(LekaError):
+    """The model's build (TVM, in the build job) failed: with winners in it, leka.optimize.fallback drops the
+    offending ones; with none, the model itself did not build here (exit 1, not bad input)."""
+
+    exit_code = ExitCode.FAILED
+
+
+__all__ = ["BuildFailedError", "OptimizeError", "VerificationError"]

@@ -38,14 +38,17 @@ def check_out(out: str | Path) -> Path:
     if p.exists() and not (p.is_dir() and (is_artifact(p) or not any(p.iterdir()))):
         raise OptimizeError(f"output {out} exists and is not a leka artifact (no {MANIFEST} of format {FORMAT}); "
                             "choose another -o or remove it")
-    if not p.parent.exists():
-        raise OptimizeError(f"output {out}: folder {p.parent} does not exist")
+    above = next((a for a in p.parents if a.exists()), None)  # missing folders are made when OUT is written
+    if above is not None and not above.is_dir():
+        raise OptimizeError(f"output {out}: {above} is a file, not a folder")
     return p
 
 
 @contextmanager
 def staging(out: Path) -> Iterator[Path]:
-    """A temporary directory next to OUT; on success it replaces OUT, on any failure it is removed."""
+    """A temporary directory next to OUT (its missing parent folders made); on success it replaces OUT, on any
+    failure it is removed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the artifact is meant to be shared and deployed
     try:

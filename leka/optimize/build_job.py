@@ -6,7 +6,7 @@ the model (deterministic, so kernel names match), puts the winners in place of t
 whole model with relax for the target (a winner's weight packing split out and done at build time,
 leka/optimize/prepack.py), exports the library, runs it on the inputs it is given (the parent
 compares the outputs with ONNX Runtime) and times it against the tvm-naive and tvm-dlight builds and ONNX
-Runtime, alternating rounds with the same thread count. Writes JOB's "result" path as JSON.
+Runtime, interleaved over rounds with the same thread count. Writes JOB's "result" path as JSON.
 """
 from __future__ import annotations
 
@@ -84,40 +84,53 @@ def _ort_runner(model_path: str, names: list[str], threads: int) -> Callable[[li
     return lambda inputs: list(sess.run(None, dict(zip(names, inputs))))
 
 
+ROUNDS = 5  # rounds of the end-to-end comparison; medians and spreads are across them (timing_verdict.py)
+
+
 def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: list[np.ndarray],
-              min_rounds: int = 15, max_rounds: int = 400, min_time_s: float = 1.0) -> dict[str, dict[str, float]]:
-    """Median ms per call of each runner. Rounds are short (~2 ms per runner) and visit the runners in a
-    fresh random order, so machine load and the scheduler's time slices fall on all of them alike (a fixed
-    order with long rounds favoured whichever ran first in a round on a loaded host)."""
+              rounds: int = ROUNDS, min_time_s: float = 1.0,
+              min_batches: int = 3) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Each runner's median ms per call over `rounds` rounds, and the host's load around the timing. A round
+    lasts min_time_s * len(runners) / rounds and is made of short batches (~2 ms per runner) visiting the
+    runners in a fresh random order, so machine load and the scheduler's time slices fall on all of them
+    alike; the round's figure is the median of its batches, and the reported median and spread are across
+    rounds (the spread within a round hid 2x swings between identical runs on a loaded host)."""
     per_call: dict[str, float] = {}
-    for name, run in runners.items():  # warm up, then size each round
+    for name, run in runners.items():  # warm up, then size each batch
         run(inputs)
         t0 = time.perf_counter()
         run(inputs)
         per_call[name] = time.perf_counter() - t0
     number = {n: max(1, int(0.002 / max(t, 1e-6))) for n, t in per_call.items()}
-    samples: dict[str, list[float]] = {n: [] for n in runners}
-    order = list(runners)
-    rng = np.random.default_rng(0)
-    t_start, rounds = time.perf_counter(), 0
+    samples: dict[str, list[list[float]]] = {n: [[] for _ in range(rounds)] for n in runners}
+    order, rng = list(runners), np.random.default_rng(0)
+    round_s = min_time_s * len(runners) / rounds
+    host = {"cores": os.cpu_count() or 1, "load_before": os.getloadavg()[0]}
     # this process's threads (TVM's pool, ORT's) at the evaluator's timing priority, as its kernels are timed
     with thread_priority(os.getpid()):
-        while rounds < max_rounds and (rounds < min_rounds or time.perf_counter() - t_start < min_time_s * len(runners)):
-            rng.shuffle(order)
-            for name in order:
-                run = runners[name]
-                t0 = time.perf_counter()
-                for _ in range(number[name]):
-                    run(inputs)
-                samples[name].append((time.perf_counter() - t0) / number[name] * 1e3)
-            rounds += 1
-    return {n: {"median_ms": statistics.median(v), "min_ms": min(v), "rounds": len(v),
-                "iqr_rel": _iqr_rel(v)} for n, v in samples.items()}
+        for r in range(rounds):
+            t_round, batches = time.perf_counter(), 0
+            while batches < min_batches or time.perf_counter() - t_round < round_s:
+                rng.shuffle(order)
+                for name in order:
+                    t0 = time.perf_counter()
+                    for _ in range(number[name]):
+                        runners[name](inputs)
+                    samples[name][r].append((time.perf_counter() - t0) / number[name] * 1e3)
+                batches += 1
+    host["load_after"] = os.getloadavg()[0]
+    return {n: _stats(v) for n, v in samples.items()}, host
 
 
-def _iqr_rel(v: list[float]) -> float:
-    q = np.percentile(v, [25, 75])
-    return float((q[1] - q[0]) / np.median(v)) if np.median(v) > 0 else 0.0
+def _stats(per_round: list[list[float]]) -> dict[str, Any]:
+    """Median, spread (IQR and range over the median) across rounds of the rounds' medians."""
+    meds = [statistics.median(v) for v in per_round]
+    med = statistics.median(meds)
+    q = np.percentile(meds, [25, 75])
+    rel = (lambda x: float(x / med) if med > 0 else 0.0)
+    return {"median_ms": med, "min_ms": min(min(v) for v in per_round), "rounds": len(meds),
+            "iqr_rel": rel(q[1] - q[0]), "range_rel": rel(max(meds) - min(meds)), "round_ms": meds,
+            "batches": sum(len(v) for v in per_round)}
 
 
 def main(job_path: str) -> int:
@@ -150,8 +163,8 @@ def main(job_path: str) -> int:
                        "tvm-naive": _vm_runner(compile_model(fused, preset)),
                        "tvm-dlight": _vm_runner(compile_model(with_dlight(fused, preset.tvm_target()), preset)),
                        "onnxruntime": _ort_runner(job["model"], names, int(job["threads"]))}
-            result["latency"] = alternate(runners, [arrays[f"0:{n}"] for n in names],
-                                          min_time_s=float(job.get("min_time_s", 1.0)))
+            result["latency"], result["latency_host"] = alternate(runners, [arrays[f"0:{n}"] for n in names],
+                                                                  min_time_s=float(job.get("min_time_s", 1.0)))
     Path(job["result"]).write_text(json.dumps(result))
     return 0
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from . import OptimizeError, VerificationError
-from .artifact import CHECK_EXPECTED, CHECK_INPUTS, FORMAT, LIBRARY, MANIFEST, check_out, file_digests, staging
+from . import BuildFailedError, OptimizeError, VerificationError
+from .artifact import CHECK_EXPECTED, CHECK_INPUTS, LIBRARY, MANIFEST, check_out, file_digests, staging
 from .clock import WholeRun
 from .db import TuningDB, Winner, target_key
 from .extract import kernel_specs, make_task
@@ -82,17 +82,19 @@ def optimize(opts: OptimizeOptions, view: OptimizeView | None = None) -> Any:
     elif not preset.runnable:
         for p in profs:  # nothing can be measured here: build-only (tuned kernels come from the db only)
             p.budget, p.quick, p.why_not = None, False, build_only_why(preset)
+        view.say(f"not tuned or timed here: {build_only_why(preset)}")
     with TuningDB(opts.db) as db:
         # --remote: the same command again continues the run that waits for the remote host
         run_id, resumed = db.start_run(loaded.sha256, target_key(preset), opts.method, opts.resume or opts.remote)
         view.say(f"run {run_id}{' (resumed)' if resumed else ''}; tuning db {db.path}")
         view.kernels(profs)
         try:
-            decisions, waiting = _decide(profs, preset, tune_opts, run_id, db, view)
+            decisions, waiting, note = _decide(profs, preset, tune_opts, run_id, db, view)
             if waiting is not None:
                 db.finish_run(run_id, "waiting-remote", {"store": waiting.store, "waiting": waiting.waiting})
                 return waiting
-            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, whole, view, clock)
+            manifest = _build_and_write(opts, loaded, profs, decisions, preset, run_id, out, (whole, note), view,
+                                        clock)
         except BaseException as e:
             db.finish_run(run_id, "failed" if not isinstance(e, KeyboardInterrupt) else "interrupted",
                           {"error": str(e)[:300]})
@@ -126,7 +128,8 @@ def _with_minutes(spec: str | None, minutes: float) -> str:
 def build_only_why(preset: Any) -> str:
     """Why a build-only target's kernels are not tuned here, and what tunes them."""
     if preset.family != "cuda":
-        return "build-only target: not measurable here (docs/targets.md)"
+        why = preset.why_not_runnable or "build-only target: not measurable here"
+        return why if "docs/" in why else f"{why} (docs/targets.md)"
     return (f"no GPU here: tune with `--target {preset.name} --remote` (job folders run on the GPU host), "
             "docs/cuda.md")
 
@@ -148,39 +151,52 @@ def _check_remote(opts: OptimizeOptions, preset: Any) -> None:
 
 
 def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_id: str, db: TuningDB,
-            view: OptimizeView) -> tuple[dict[str, Winner], Any]:
-    """Decisions by kernel key: reused from the db (re-verified), or tuned now; and with --remote, what still
-    waits for the remote host (remote.RemoteWaiting, None when nothing does)."""
+            view: OptimizeView) -> tuple[dict[str, Winner], Any, str]:
+    """Decisions by kernel key: reused from the db (re-verified) when the entry settles the kernel
+    (optimize.rounds.settles), else tuned now, in rounds while the minutes last, a re-verified entry kept as the
+    incumbent; and with --remote, what still waits for the remote host (remote.RemoteWaiting, None when nothing
+    does), and a line on how the budget ended."""
     from leka.budget import Budget
 
+    from .rounds import settles, tune_in_rounds
     from .tune import tune_all
 
+    minutes = Budget.parse(opts.budget).limits.get("minutes")  # tuning's minutes: re-verifying counts in them
+    until = time.time() + minutes * 60 if minutes and preset.runnable else None
     tkey = target_key(preset)
-    decisions: dict[str, Winner] = {}
     reusable = {p.spec.key: w for p in profs if (w := db.get(p.spec.key, tkey)) is not None}
-    if reusable:
-        measure = preset.runnable and not opts.remote and not opts.rpc
-        decisions.update(_reverify(profs, reusable, preset, db, tkey, view, measure))
+    measure = preset.runnable and not opts.remote and not opts.rpc
+    found = _reverify(profs, reusable, preset, db, tkey, view, measure) if reusable else {}
+    decisions = {p.spec.key: found[p.spec.key] for p in profs if p.spec.key in found and settles(found[p.spec.key], p)}
+    incumbents = {k: w for k, w in found.items() if k not in decisions}
     for p in profs:
         if p.spec.key in decisions:
             p.budget = None
+        elif p.spec.key in incumbents:
+            view.set(p.spec.key, "queued", "db entry from a smaller budget or the quick pass: tuned further")
     with view:
         if opts.remote:
             from .remote import tune_remote
 
             new, waiting = tune_remote([p for p in profs if p.spec.key not in decisions], preset, opts, run_id, db,
                                        view.event)
-            return {**decisions, **new}, waiting
+            return {**decisions, **new}, waiting, "remote rounds"
         if opts.executor is not None:  # the searched kernels as jobs of an executor (leka/executors: Ray)
             from leka.executors.tuning import tune_on_executor
 
             decisions.update(tune_on_executor(opts.executor, profs, preset, opts.method, opts.method_options(),
                                               run_id, db, view.event, rpc=opts.rpc))
         rest = [p for p in profs if p.spec.key not in decisions]
-        minutes = Budget.parse(opts.budget).limits.get("minutes")
-        decisions.update(tune_all(rest, preset, opts.method, opts.method_options(), run_id, db, opts.jobs,
-                                  view.event, rpc=opts.rpc, until=time.time() + minutes * 60 if minutes else None))
-    return decisions, None
+
+        def tune(todo: list[KernelProfile], attempt: int) -> dict[str, Winner]:
+            return tune_all(todo, preset, opts.method, opts.method_options(), run_id, db, opts.jobs, view.event,
+                            rpc=opts.rpc, until=until, attempt=attempt)
+
+        everyone = profs if opts.executor is None else rest  # kernels tuned on Ray are not re-run here
+        tuned, note = tune_in_rounds(rest, everyone, {**decisions, **incumbents}, tune, preset, db, until, view.say)
+        view.say(note)
+        decisions.update(tuned)
+    return decisions, None, note
 
 
 def _reverify(profs: list[KernelProfile], found: dict[str, Winner], preset: Any, db: TuningDB, tkey: str,
@@ -232,27 +248,40 @@ def _remeasure(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile],
-                     decisions: dict[str, Winner], preset: Any, run_id: str, out: Path, whole: Any,
+                     decisions: dict[str, Winner], preset: Any, run_id: str, out: Path, budget: tuple[Any, str],
                      view: OptimizeView, clock: WholeRun) -> dict[str, Any]:
-    from .verify import check, input_sets, ort_outputs
+    """The model built with the winners (fallback.settle drops any that break it), verified, written to OUT;
+    budget: the whole Budget and how it ended."""
+    from .fallback import settle
+    from .manifest import build_manifest
+    from .verify import input_sets, ort_outputs
 
-    replace_by = {name: w.source for p in profs if (w := decisions.get(p.spec.key)) and w.source
-                  for name in p.spec.names}
-    view.say(f"building the model for {preset.name} with {len(replace_by)} tuned kernel(s) ...")
+    by_kernel = {p.spec.key: {name: w.source for name in p.spec.names} for p in profs
+                 if (w := decisions.get(p.spec.key)) and w.source}
+    view.say(f"building the model for {preset.name} with {len(by_kernel)} tuned kernel(s) ...")
     sets = input_sets(loaded, opts.verify_sets)
     expected = ort_outputs(loaded, sets, _threads(preset))
+    whole, note = budget
     with staging(out) as tmp:
-        result, got = _run_build_job(opts, loaded, preset, replace_by, sets, tmp, clock)
+        def attempt(keys: list[str], final: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+            replace_by = {name: src for k in keys for name, src in by_kernel[k].items()}
+            return _build_and_check(opts, loaded, preset, replace_by, sets, expected, tmp, clock, final)
+
+        settled = settle(attempt, list(by_kernel))
+        for key, why in settled.dropped.items():
+            view.say(f"dropped kernel {key[:12]}: the model's build failed with its winner ({why[:160]})")
+        result, verification = settled.value
         _refuse_slower(result.get("latency"), preset)
-        verification: dict[str, Any] = {"status": "not run", "why": "(build-only target: run `leka run OUT --check` "
-                                                                     "on the device)"}
-        if got is not None:
-            verification = {"status": "passed", **check(loaded, expected, got)}
         _write_check(tmp, loaded, sets, expected)
-        outputs = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)}
-                   for n, e in zip(loaded.outputs, expected[0])]
-        manifest = _manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, clock.t0)
-        manifest["outputs"] = outputs
+        manifest = build_manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, clock.t0,
+                                  note)
+        manifest["dropped"] = [{"kernel": p.spec.names[0], "key": p.spec.key, "why": settled.dropped[p.spec.key]}
+                               for p in profs if p.spec.key in settled.dropped]
+        for k in manifest["kernels"]:
+            if k["key"] in settled.dropped:
+                k["decision"] = "dropped: the model's build failed with its winner (default kept)"
+        manifest["outputs"] = [{"name": n, "shape": list(e.shape), "dtype": str(e.dtype)}
+                               for n, e in zip(loaded.outputs, expected[0])]
         manifest["digests"] = file_digests(tmp)
         (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, default=str))
         from .report import html_page, markdown
@@ -262,10 +291,24 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
     return manifest
 
 
+def _build_and_check(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, replace_by: dict[str, str],
+                     sets: list[list[np.ndarray]], expected: list[list[np.ndarray]], tmp: Path, clock: WholeRun,
+                     timed: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One build with these winners, its outputs checked against ONNX Runtime's (raises BuildFailedError or
+    VerificationError); timed: the end-to-end comparison too (the build that is kept)."""
+    from .verify import check
+
+    result, got = _run_build_job(opts, loaded, preset, replace_by, sets, tmp, clock, timed)
+    if got is None:
+        return result, {"status": "not run", "why": "(build-only target: run `leka run OUT --check` on the device)"}
+    return result, {"status": "passed", **check(loaded, expected, got)}
+
+
 def _refuse_slower(latency: dict[str, Any] | None, preset: Any) -> None:
     """The whole model timed against its default build (when timed, --time > 0): a build slower beyond noise is
     not written (the kernels' winner tests passed one by one; the model is what ships)."""
     from .remote import baseline_for
+    from .timing_verdict import round_ratios
     from .tune import noise_floor
 
     default = baseline_for(preset)
@@ -274,16 +317,10 @@ def _refuse_slower(latency: dict[str, Any] | None, preset: Any) -> None:
     opt, base = latency["optimized"], latency[default]
     floor = noise_floor({"rounds": min(opt["rounds"], base["rounds"]), "spread": opt["iqr_rel"],
                          "baseline_spread": base["iqr_rel"]})
-    if opt["median_ms"] > base["median_ms"] * floor:
+    if opt["median_ms"] > base["median_ms"] * floor and max(round_ratios(opt, base)) < 1.0:  # slower every round
         raise VerificationError(f"the optimised build is slower than the default build ({default}) beyond noise: "
                                 f"{opt['median_ms']:.4g} ms vs {base['median_ms']:.4g} ms (more than {floor:.3g}x); "
                                 "nothing written (a tuning-db entry may be stale: try a new --db)")
-
-
-def _budget_spec(opts: OptimizeOptions) -> str:
-    if opts.remote:
-        return f"remote rounds: {opts.remote_steps} search step(s) per kernel + the final re-measure"
-    return opts.budget or ""
 
 
 def _threads(preset: Any) -> int:
@@ -294,9 +331,12 @@ def _threads(preset: Any) -> int:
 
 
 def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, replace: dict[str, str],
-                   sets: list[list[np.ndarray]], tmp: Path,
-                   clock: WholeRun) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
+                   sets: list[list[np.ndarray]], tmp: Path, clock: WholeRun,
+                   timed: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
+    import shutil
+
     work = tmp / ".build"
+    shutil.rmtree(work, ignore_errors=True)  # a failed try before this one (fallback.settle) left its own
     work.mkdir()
     runnable = preset.runnable and preset.family == "cpu"
     np.savez(work / "inputs.npz", **{f"{s}:{i.name}": x for s, xs in enumerate(sets)
@@ -305,7 +345,7 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
            "target": preset.target if preset.name == "custom" else preset.name, "replace": replace,
            "export": str(tmp / LIBRARY), "inputs": str(work / "inputs.npz") if runnable else None,
            "outputs": str(work / "outputs.npz"), "input_names": [i.name for i in loaded.inputs],
-           "n_sets": len(sets), "threads": _threads(preset), "time": opts.time_s > 0, "min_time_s": opts.time_s,
+           "n_sets": len(sets), "threads": _threads(preset), "time": timed and opts.time_s > 0, "min_time_s": opts.time_s,
            "result": str(work / "result.json")}
     (work / "job.json").write_text(json.dumps(job))
     left = clock.left_s()
@@ -317,11 +357,10 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
         raise clock.over("building the model") from None
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
-        raise OptimizeError(f"building the optimised model failed: {lines[-1][:300] if lines else proc.returncode}")
+        raise BuildFailedError(f"building the optimised model failed: "
+                               f"{lines[-1][:300] if lines else proc.returncode}")
     result = json.loads((work / "result.json").read_text())
     got = dict(np.load(work / "outputs.npz")) if runnable else None
-    import shutil
-
     shutil.rmtree(work)
     return result, got
 
@@ -332,38 +371,3 @@ def _write_check(tmp: Path, loaded: LoadedModel, sets: list[list[np.ndarray]],
     (tmp / "check").mkdir()
     np.savez(tmp / CHECK_INPUTS, **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
     np.savez(tmp / CHECK_EXPECTED, **dict(zip(loaded.outputs, expected[0])))
-
-
-def _manifest(opts: OptimizeOptions, loaded: LoadedModel, profs: list[KernelProfile], decisions: dict[str, Winner],
-              preset: Any, run_id: str, whole: Any, result: dict[str, Any], verification: dict[str, Any],
-              t0: float) -> dict[str, Any]:
-    from leka.evaluator import versions
-
-    kernels, spent = [], {}
-    for p in profs:
-        w = decisions.get(p.spec.key)
-        for kind, v in ((w.detail.get("spent") or {}) if w else {}).items():
-            if isinstance(v, (int, float)) and w.run_id == run_id:
-                spent[kind] = spent.get(kind, 0) + v
-        why_not = "the quick pass ran out of time" if p.quick else p.why_not
-        decision = (f"not tuned ({why_not})" if w is None else
-                    ("tuned" if w.run_id == run_id else "reused from db") + (": replaced" if w.source else
-                                                                              ": default kept"))
-        kernels.append({**p.to_json(), "decision": decision, "speedup": w.speedup if w else None,
-                        "candidate_ms": w.candidate_ms if w else None, "method": w.method if w else None,
-                        "baseline": w.detail.get("baseline") if w else None,
-                        "agent_run": w.agent_run if w else None, "tuned_in_run": w.run_id if w else None,
-                        "detail": w.detail if w else {}})
-    return {"format": FORMAT, "library": LIBRARY, "run_id": run_id, "method": opts.method, "llm": opts.llm,
-            "model": {"path": loaded.path, "sha256": loaded.sha256, "opset": loaded.opset},
-            "target": {"name": preset.name, "family": preset.family, "tvm": preset.target,
-                       "runnable_here": preset.runnable, "device": {"cpu": "cpu"}.get(preset.family, preset.family)},
-            "inputs": [i.to_json() for i in loaded.inputs],
-            "outputs": [{"name": n} for n in loaded.outputs], "versions": versions(),
-            "kernels": kernels, "budget": {"spec": _budget_spec(opts), "limits": whole.limits, "spent": spent,
-                                           "spent_summary": ", ".join(f"{k}={v:.4g}" for k, v in spent.items() if v)
-                                           or "nothing"},
-            "build_s": result.get("build_s"), "latency": result.get("latency"), "latency_threads": _threads(preset),
-            "prepacked": result.get("prepacked", []),  # kernels whose weight packing ran at build time (prepack.py)
-            "verification": verification, "wall_s": time.monotonic() - t0,
-            "tuning_note": None if preset.runnable or opts.remote else f"kernels not tuned: {build_only_why(preset)}"}

@@ -32,18 +32,20 @@ def _decision(k: dict[str, Any]) -> str:
 
 
 KERNEL_HEAD = ["kernel", "calls", "share", "default ms", "decision", "speedup", "method", "agent run"]
-LATENCY_HEAD = ["build", "median ms", "min ms", "rounds", "spread (IQR/median)", "optimized is faster by"]
+LATENCY_HEAD = ["build", "median ms", "min ms", "rounds", "spread across rounds", "optimized vs this build"]
 
 
 def latency_rows(manifest: dict[str, Any]) -> list[list[str]]:
+    from .timing_verdict import spread, verdict
+
     lat = manifest.get("latency") or {}
-    opt = (lat.get("optimized") or {}).get("median_ms")
+    opt = lat.get("optimized")
     rows = []
     for name in ("optimized", "tvm-naive", "tvm-dlight", "onnxruntime"):
         r = lat.get(name)
         if r:
-            ratio = _x(r["median_ms"] / opt) if opt and name != "optimized" else "-"
-            rows.append([name, _ms(r["median_ms"]), _ms(r["min_ms"]), str(r["rounds"]), f"{r['iqr_rel']:.1%}", ratio])
+            versus = verdict(opt, r) if opt and name != "optimized" else "-"
+            rows.append([name, _ms(r["median_ms"]), _ms(r["min_ms"]), str(r["rounds"]), f"{spread(r):.1%}", versus])
     return rows
 
 
@@ -56,7 +58,8 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
     m = manifest
     lines = [f"model {m['model']['path']} (sha256 {m['model']['sha256'][:12]}, opset {m['model']['opset']}) "
              f"for {m['target']['name']}; method {m['method']}; run {m['run_id']}",
-             f"budget {m['budget']['spec'] or 'unlimited'}; spent {m['budget']['spent_summary']}"]
+             f"budget {m['budget']['spec'] or 'unlimited'}; spent {m['budget']['spent_summary']}"
+             + (f"; {m['budget']['ended']}" if m["budget"].get("ended") else "")]
     v = m.get("verification") or {}
     if v.get("status") == "passed":
         errs = ", ".join(f"{k} {e:.2g}" for k, e in v["max_abs_err"].items())
@@ -66,6 +69,11 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
         lines.append(f"verification: {v.get('status', 'not run')} {v.get('why', '')}".strip())
     if m.get("tuning_note"):
         lines.append(m["tuning_note"])
+    from .timing_verdict import warnings
+
+    lines += [f"warning: {w}" for w in warnings(m.get("latency"), m.get("latency_host"))]
+    lines += [f"dropped {d['kernel']} (default kept): the model's build failed with its winner: {d['why'][:200]}"
+              for d in m.get("dropped") or []]
     return lines
 
 
@@ -75,7 +83,7 @@ def markdown(manifest: dict[str, Any]) -> str:
              "## Kernels (share of the default build's end-to-end time)", "",
              _md_table(KERNEL_HEAD, kernel_rows(manifest)), ""]
     if manifest.get("latency"):
-        parts += [f"## End-to-end latency (alternating rounds, {threads} threads each)", "",
+        parts += [f"## End-to-end latency (builds interleaved over rounds, {threads} threads each)", "",
                   _md_table(LATENCY_HEAD, latency_rows(manifest)), ""]
     return "\n".join(parts)
 

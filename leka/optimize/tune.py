@@ -21,6 +21,7 @@ from typing import Any, Callable
 from .db import TuningDB, Winner, target_key
 from .extract import KernelSpec, make_task
 from .profile import KernelProfile
+from .rounds import quick_how, search_how
 
 # A winner must beat the default build by more than timing noise (docs: "fast" means beyond the noise).
 MIN_SPEEDUP = 1.05
@@ -38,6 +39,7 @@ class TuneJob:
     run_id: str
     leka_home: str | None
     rpc: str | None = None  # TRACKER_HOST:PORT:KEY (leka/runners/rpc.py)
+    attempt: int = 0  # the round (optimize.rounds): a new search, its own agent run and seed
 
 
 def run_job(job: TuneJob, events: Any = None) -> Winner:
@@ -66,7 +68,7 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
 
     with evaluator_for(preset, EvalConfig(), job.rpc) as ev:
         ctx = MethodContext(evaluator=ev, budget=budget, store=None, run_id=job.run_id, options=dict(job.options),
-                            progress=say)
+                            progress=say, sample_idx=job.attempt)
         samples = method.run(task, preset, ctx)
     final = samples[-1] if samples else None
     res = final.result if final is not None else {}
@@ -75,7 +77,8 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     detail = {"budget": job.budget, "spent": budget.spent(), "failure": res.get("failure"),
               "error": (res.get("error") or "")[:300], "search_speedup": meta.get("search_speedup"),
               "stop_reason": meta.get("stop_reason"), "correct": res.get("correct"),
-              "measured_speedup": res.get("speedup"), "noise_floor": noise_floor(res)}
+              "measured_speedup": res.get("speedup"), "noise_floor": noise_floor(res),
+              "how": search_how(job.budget, meta.get("stop_reason"))}
     return Winner(job.spec.key, task.id, final.source if ok else None, res.get("speedup") if ok else None,
                   res.get("candidate_ms"), res.get("baseline_ms"), job.method, job.run_id,
                   meta.get("agent_run"), detail)
@@ -122,6 +125,7 @@ def run_quick(job: QuickJob, events: Any = None) -> list[Winner]:
                 out.append(crashed_winner(spec.key, spec.task_id, "quick-rules", job.run_id,
                                           f"{type(e).__name__}: {str(e)[:300]}", "quick pass"))
             out[-1].detail["spent"] = {"minutes": (time.monotonic() - t_k) / 60}
+            out[-1].detail["how"] = quick_how(out[-1].detail["spent"]["minutes"])
             if events is not None:
                 events.put((spec.key, "msg", f"quick pass: {out[-1].detail.get('rule') or 'no winner'}"))
     return out
@@ -191,7 +195,7 @@ def is_winner(res: dict[str, Any]) -> bool:
 
 def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,
              db: TuningDB, jobs: int, on_event: Callable[[str, str, Any], None],
-             rpc: str | None = None, until: float | None = None) -> dict[str, Winner]:
+             rpc: str | None = None, until: float | None = None, attempt: int = 0) -> dict[str, Winner]:
     """Tune every kernel with a budget and pass the quick ones (neither already decided in the db); returns the
     new decisions by key. `until`: when the whole minutes budget ends (epoch seconds), the quick pass's
     deadline if later than its own share."""
@@ -209,7 +213,8 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
     pool = ctx.Pool(processes=max(1, jobs), maxtasksperchild=1)
     try:
         running = {p.spec.key: (pool.apply_async(run_job, (TuneJob(p.spec, target, method, options, p.budget or "",
-                                                                   run_id, home, rpc), events)), [p]) for p in todo}
+                                                                   run_id, home, rpc, attempt), events)), [p])
+                   for p in todo}
         if quick:  # after the searched kernels: they matter more if the time runs out
             limit = None if any(p.quick_minutes is None for p in quick) else sum(p.quick_minutes or 0 for p in quick)
             job = QuickJob([p.spec for p in quick], target, run_id, home, limit, rpc, until)

@@ -99,13 +99,35 @@ def _preset_from_dict(d: dict[str, Any]) -> TargetPreset:
     if family is None:
         raise UnknownTargetError(f"unsupported target kind {kind!r}; supported: llvm, cuda, opencl")
     presets = all_presets()
-    # A dict for a local kind inherits the local preset's runner (e.g. another mcpu on this host).
+    # A dict for a local kind inherits the local preset's runner and facts when this machine can run it.
     local = {"cpu": presets["host-cpu"], "opencl": presets["opencl-pocl"], "cuda": presets["cuda"]}[family]
-    cross = family == "cpu" and "mtriple" in d and d["mtriple"] != local.target.get("mtriple")
-    runnable = local.runnable and not cross
+    why = (local.why_not_runnable or f"no {family} device here") if not local.runnable else \
+        (_cpu_mismatch(d, local.target) if family == "cpu" else "")
+    runnable = not why
     return TargetPreset(
         name="custom", family=family, target=d, runnable=runnable, runner=local.runner if runnable else None,
-        description=f"custom {kind} target", facts=dict(local.facts) if not cross else {},
-        why_not_runnable="" if runnable else "this target dict does not match a runnable device here",
+        description=f"custom {kind} target" + (f" (runs here like {local.name})" if runnable else ""),
+        facts=dict(local.facts) if runnable else {},
+        why_not_runnable="" if runnable else f"this target dict is build-only here: {why}",
     )
+
+
+def _triple_key(triple: str) -> tuple[str, str]:
+    """(arch, os) of an LLVM triple: x86_64-linux-gnu, x86_64-pc-linux-gnu and x86_64-conda-linux-gnu are one
+    machine (the vendor part differs by who built the toolchain)."""
+    parts = triple.split("-")
+    os_name = next((p for p in parts[1:] if p in ("linux", "darwin", "windows", "none", "android")), "")
+    return parts[0], os_name
+
+
+def _cpu_mismatch(d: dict[str, Any], host: dict[str, Any]) -> str:
+    """Why an llvm target dict cannot run on this host CPU, or "" when it can: same arch and OS (the triple's
+    vendor may differ), and an mcpu that is this host's, generic or absent."""
+    triple = d.get("mtriple")
+    if triple and _triple_key(str(triple)) != _triple_key(str(host.get("mtriple", ""))):
+        return f"mtriple {triple} is not this host's ({host.get('mtriple')})"
+    mcpu = d.get("mcpu")
+    if mcpu and mcpu not in (host.get("mcpu"), "generic"):
+        return f"mcpu {mcpu} is not this host's ({host.get('mcpu')}); use its mcpu, or none, to tune here"
+    return ""
 

@@ -1,0 +1,90 @@
+"""One broken winner never sinks the model (leka/optimize/fallback.py): the bisection over the replaced kernels,
+and `leka optimize` writing a verified artifact whose manifest names the kernel it dropped."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from leka.cli.main import main
+from leka.optimize import BuildFailedError, VerificationError
+from leka.optimize.fallback import settle
+
+
+def _builder(bad: set[str], pairs: tuple[frozenset[str], ...] = ()):
+    tried: list[list[str]] = []
+
+    def attempt(keys: list[str], final: bool) -> tuple[list[str], bool]:
+        tried.append(keys)
+        broken = sorted(bad & set(keys))
+        if broken:
+            raise BuildFailedError(f"building the optimised model failed: {broken[0]} is an output block")
+        if any(p <= set(keys) for p in pairs):
+            raise VerificationError("optimised build disagrees with ONNX Runtime")
+        return keys, final
+    return attempt, tried
+
+
+def test_settle_keeps_everything_when_the_build_passes():
+    attempt, tried = _builder(set())
+    s = settle(attempt, ["a", "b", "c"])
+    assert s.value == (["a", "b", "c"], True) and s.dropped == {} and len(tried) == 1
+
+
+@pytest.mark.parametrize("bad", [{"c"}, {"a", "h"}, {"a", "b", "c", "d", "e", "f", "g", "h"}])
+def test_settle_drops_exactly_the_broken_winners(bad):
+    keys = list("abcdefgh")
+    attempt, tried = _builder(bad)
+    s = settle(attempt, keys)
+    assert set(s.dropped) == bad and set(s.kept) == set(keys) - bad
+    assert s.value == (sorted(set(keys) - bad), True)  # the kept build is the final (timed) one
+    assert all("output block" in why for why in s.dropped.values())
+    if len(bad) == 1:
+        assert len(tried) <= 2 + 2 * 3  # about log2(8) halvings, not one build per kernel
+
+
+def test_settle_catches_a_pair_that_only_fails_together():
+    attempt, _ = _builder(set(), pairs=(frozenset("bg"),))
+    s = settle(attempt, list("abcdefgh"))
+    assert list(s.dropped) == ["g"] and "disagrees" in s.dropped["g"]
+
+
+def test_settle_raises_when_the_model_itself_does_not_build():
+    def attempt(keys, final):
+        raise BuildFailedError("building the optimised model failed: no such op")
+    with pytest.raises(BuildFailedError, match="no such op"):
+        settle(attempt, ["a", "b"])
+
+
+def test_a_broken_winner_is_dropped_and_the_artifact_written(tmp_path, monkeypatch):
+    """The GEMV kernel gets a good hand-scheduled winner, the last MatMul a winner whose module fails to build in
+    the model: the artifact is written and verified with the GEMV winner, the broken one is named as dropped."""
+    from leka.optimize import pipeline
+    from leka.optimize.db import Winner
+    from leka.optimize.extract import kernel_specs
+    from leka.optimize.importer import import_model
+    from test_optimize_e2e import _seed, gemv_model
+
+    model, db = gemv_model(tmp_path / "gemv.onnx"), tmp_path / "tuning.db"
+    good_key = _seed(db, model)
+    bad = next(s for s in kernel_specs(import_model(model)[1]) if s.weight == 1)
+
+    def decide(profs, preset, opts, run_id, tdb, view):
+        from leka.optimize.db import target_key
+
+        good = tdb.get(good_key, target_key(preset))
+        broken = Winner(bad.key, bad.task_id, "@T.prim_func\ndef main(:\n    pass\n", 3.0, 1.0, 3.0, "hand",
+                        run_id, None, {})
+        return {good_key: good, bad.key: broken}, None, "test"
+
+    monkeypatch.setattr(pipeline, "_decide", decide)
+    out = tmp_path / "deep" / "er" / "gemv.leka"  # -o makes the missing parent folders
+    rc = main(["optimize", str(model), "-o", str(out), "--db", str(db), "--time", "0", "--quiet"])
+    assert rc == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["verification"]["status"] == "passed"
+    assert [d["key"] for d in m["dropped"]] == [bad.key] and m["dropped"][0]["why"]
+    kernels = {k["key"]: k for k in m["kernels"]}
+    assert kernels[bad.key]["decision"].startswith("dropped")
+    assert kernels[good_key]["decision"] == "reused from db: replaced"
+    assert "dropped" in (out / "report.md").read_text()

@@ -1,0 +1,56 @@
+"""Honest end-to-end timing (build_job.alternate, timing_verdict): builds interleaved over rounds, medians and
+spreads across rounds, "slower" said as such, undecided when the rounds disagree, warnings for a loaded host
+or a wide spread."""
+from __future__ import annotations
+
+import numpy as np
+
+from leka.optimize.build_job import alternate
+from leka.optimize.report import latency_rows, summary_lines
+from leka.optimize.timing_verdict import verdict, warnings
+
+
+def _r(rounds: list[float]) -> dict:
+    med = float(np.median(rounds))
+    return {"median_ms": med, "min_ms": min(rounds), "rounds": len(rounds), "round_ms": rounds,
+            "iqr_rel": 0.0, "range_rel": (max(rounds) - min(rounds)) / med}
+
+
+def test_alternate_reports_each_round():
+    calls = {"a": 0, "b": 0}
+
+    def runner(name):
+        def run(_inputs):
+            calls[name] += 1
+        return run
+
+    lat, host = alternate({"a": runner("a"), "b": runner("b")}, [], rounds=4, min_time_s=0.02)
+    assert set(lat) == {"a", "b"} and host["cores"] >= 1 and "load_before" in host and "load_after" in host
+    for r in lat.values():
+        assert r["rounds"] == 4 and len(r["round_ms"]) == 4 and r["batches"] >= 4 * 3
+        assert r["median_ms"] == float(np.median(r["round_ms"])) and r["range_rel"] >= r["iqr_rel"] >= 0
+    assert calls["a"] > 0 and calls["b"] > 0
+
+
+def test_verdict_says_slower_and_undecided():
+    opt = _r([1.0, 1.1, 1.0, 1.05, 1.0])
+    assert verdict(opt, _r([2.0, 2.1, 2.0, 2.0, 2.2])) == "2.00x faster"
+    slow = verdict(_r([2.4, 2.4, 2.5, 2.4, 2.4]), _r([1.0, 1.0, 1.0, 1.1, 1.0]))
+    assert slow == "2.40x slower" and "faster" not in slow
+    assert verdict(opt, _r([0.9, 1.2, 1.0, 1.1, 1.0])).startswith("undecided (0.90-1.09x")
+
+
+def test_warnings_for_a_loaded_host_and_a_wide_spread():
+    lat = {"optimized": _r([1.0, 1.0, 1.0]), "tvm-naive": _r([2.0, 2.0, 2.0])}
+    assert warnings(lat, {"cores": 2, "load_before": 0.3, "load_after": 1.0}) == []
+    [w] = warnings(lat, {"cores": 2, "load_before": 3.5, "load_after": 1.0})
+    assert "host loaded: load average 3.5 on 2 cores" in w
+    lat["onnxruntime"] = _r([1.0, 1.5, 1.0])
+    [w] = warnings(lat, None)
+    assert "spread across rounds up to 50% (onnxruntime)" in w
+    m = {"model": {"path": "m", "sha256": "0" * 12, "opset": 17}, "target": {"name": "host-cpu"}, "method": "leka",
+         "run_id": "r", "budget": {"spec": "", "spent_summary": "nothing"}, "latency": lat,
+         "latency_host": {"cores": 2, "load_before": 3.5, "load_after": 0}}
+    assert sum(ln.startswith("warning: ") for ln in summary_lines(m)) == 2
+    rows = {r[0]: r for r in latency_rows(m)}
+    assert rows["tvm-naive"][-1] == "2.00x faster" and rows["onnxruntime"][-1].startswith("undecided")
