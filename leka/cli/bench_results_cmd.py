@@ -70,7 +70,7 @@ def cmd_compare(args) -> int:
     short = ["tasks", "n", "Correct@1", "Fast@1", "Fast@2", "geomean", "compile s"]  # COMPARE_SUMMARY_HEAD[3:]
     render("summary", [Col("", "id")] + [Col(h, "num") for h in short],
            [[letter] + row[3:] for letter, row in zip(letters, data["summary"])], mode)
-    cols = [Col("task", "desc")] + [Col(letter, "id") for letter in letters]
+    cols = [Col("task", "name")] + [Col(letter, "id") for letter in letters]
     if len(letters) > 1:
         cols.append(Col(f"{letters[-1]}/A", "num"))
     render("speedup per task (median of correct samples vs each run's baseline)", cols, data["task_rows"], mode)

@@ -72,7 +72,7 @@ def _tune(store: Any, args) -> dict:
     started = loop.start(store, opts)
     result = {"runs": started, "open": len(store.open_requests())}
     if not args.json:
-        render("remote runs started (each paused on its measurements)", [Col("run", "id"), Col("task", "desc")],
+        render("remote runs started (each paused on its measurements)", [Col("run", "id"), Col("task", "name")],
                [[rid, o.task_id] for rid, o in zip(started, opts)], output_mode(args),
                caption=f"{result['open']} open measurement(s) in all; next: leka remote batch -o jobs")
     return result
@@ -119,7 +119,7 @@ def _status(store: Any, args) -> dict:
     rows = [[r["run_id"], r["status"], str(asked.get(r["run_id"], 0)), (r["options"].get("tune") or {}).get(
         "task_id", "?"), (r["options"].get("tune") or {}).get("target", "?")] for r in runs]
     render(f"remote runs in {store.path}", [Col("run", "id"), Col("status", "id"), Col("open", "num"),
-                                            Col("task", "desc"), Col("target", "desc", optional=True)], rows, mode)
+                                            Col("task", "name"), Col("target", "desc", optional=True)], rows, mode)
     if rnds:
         render("rounds", [Col("round", "num"), Col("ingested", "id"), Col("job folder", "desc")],
                [[str(r["round"]), "yes" if r["ingested"] else "no", r["job_dir"]] for r in rnds], mode)

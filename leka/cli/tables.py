@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-KINDS = ("id", "text", "desc", "num")
+KINDS = ("id", "text", "desc", "name", "num")
 MISSING = "—"  # no value (no baseline, nothing correct to time): never printed as 0
 
 
@@ -58,7 +58,7 @@ def html_table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 @dataclass(frozen=True)
 class Col:
     name: str
-    kind: str = "text"  # id: never split; text: wraps; desc: cut with an ellipsis; num: right-aligned
+    kind: str = "text"  # id: never split; text: wraps; desc: cut at the end; name: cut from the middle; num
     optional: bool = False  # left out (rightmost first) when the terminal is too narrow for every column
     want: int = 8  # desc/text: the width it needs before optional columns give way to it
 
@@ -94,7 +94,7 @@ def _flex_widths(cols: Sequence[Col], longest: list[int], width: int) -> dict[in
     """Widths of the desc/text columns once the id and number columns have theirs (never cut)."""
     fixed = sum(n for c, n in zip(cols, longest) if c.kind in ("id", "num"))
     # the narrowest first: what a short column does not need goes to the wide ones
-    flex = sorted((i for i, c in enumerate(cols) if c.kind in ("desc", "text")), key=lambda i: longest[i])
+    flex = sorted((i for i, c in enumerate(cols) if c.kind in ("desc", "name", "text")), key=lambda i: longest[i])
     room = width - fixed - 3 * len(cols) - 1  # "│ " + " " around each cell, one closing border
     out: dict[int, int] = {}
     for n, i in enumerate(flex):
@@ -135,12 +135,13 @@ def rich_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[A
     for i, c in enumerate(cols):
         if c.kind in ("id", "num"):
             t.add_column(c.name, no_wrap=True, min_width=longest[i], justify="right" if c.kind == "num" else "left")
-        elif c.kind == "desc":
+        elif c.kind in ("desc", "name"):
             t.add_column(c.name, no_wrap=True, overflow="ellipsis", width=flex[i])
         else:
             t.add_column(c.name, overflow="fold", min_width=min(flex[i], longest[i]), max_width=flex[i])
     for r in cells:
-        t.add_row(*(escape(x) for x in r))
+        t.add_row(*(escape(shorten_middle(x, flex[i]) if c.kind == "name" else x) for i, (x, c) in
+                    enumerate(zip(r, cols))))
     return t
 
 

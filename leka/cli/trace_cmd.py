@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from .grammar import add_out
-from .tables import Col, add_output_flags, output_mode, render, shorten_middle
+from .tables import Col, add_output_flags, output_mode, render
 
 PATH_LEGEND = ("legend: step = the agent step that made the decision; layer = the layer it changes (base: an "
                "algorithm rewrite kept to build on); speedup = the best kernel's speedup vs the baseline before -> "
@@ -76,9 +76,9 @@ def _list(store: Any, args: Any) -> int:
     rows = []
     for r in runs:
         sp = (r["final"] or {}).get("speedup")
-        rows.append([r["run_id"], r["status"], fmt_x(sp), shorten_middle(r["task"], 28), r["target"]])
+        rows.append([r["run_id"], r["status"], fmt_x(sp), r["task"], r["target"]])
     render(f"LEKA runs in {store.path} (newest first)", [Col("run", "id"), Col("status", "id"),
-                                                         Col("speedup", "num"), Col("task", "desc"),
+                                                         Col("speedup", "num"), Col("task", "name"),
                                                          Col("target", "desc")], rows, output_mode(args))
     return 0
 

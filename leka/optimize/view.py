@@ -5,16 +5,17 @@ import time
 from collections import Counter
 from typing import Any
 
-from leka.cli.tables import Col, rich_table, shorten_middle
+from leka.cli.tables import Col, rich_table
 from leka.progress import LiveView
 
 from .profile import KernelProfile
 
 
-NAME_WIDTH = 22  # kernel names are cut from the middle to this (fused_matmul…_add_relu_3): both ends tell apart
+NAME_WIDTH = 22  # what a kernel name asks for before optional columns give way; cut from the middle
+# (leka.cli.tables "name" columns: fused_matm…_add_relu_3), both ends tell kernels apart
 
 
-COLS = [Col("kernel", "id"), Col("calls", "num", optional=True), Col("share", "num"),
+COLS = [Col("kernel", "name", want=NAME_WIDTH), Col("calls", "num", optional=True), Col("share", "num"),
         Col("default ms", "num", optional=True), Col("budget", "desc", optional=True, want=12),
         Col("status", "desc", want=12), Col("result", "id")]
 
@@ -67,7 +68,7 @@ class OptimizeView(LiveView):
             if status == "tuning" and "started" in r:
                 el = int(time.monotonic() - r["started"])
                 status = f"tuning {el // 60}:{el % 60:02d}" + (f" on {r['node']}" if r.get("node") else "")
-            rows.append([shorten_middle(r["name"], NAME_WIDTH), str(r["weight"]), f"{100 * r['share']:.1f} %",
+            rows.append([r["name"], str(r["weight"]), f"{100 * r['share']:.1f} %",
                          f"{r['ms']:.4g}" if r["ms"] is not None else "-", r["budget"] or "-", status, r["result"]])
         return rich_table(f"leka optimize — {self._overall()}", COLS, rows, self.console.width)
 
