@@ -165,3 +165,38 @@ def test_a_bare_resume_finds_the_latest_unfinished_run(home, capsys):
     _tiny_store(db)  # both finished
     assert main(["bench", "run", "--resume", "--store", str(db)]) == 2
     assert "no unfinished bench run to resume here" in capsys.readouterr().err
+
+
+def test_a_bare_tune_resume_is_the_newest_unfinished_run(home):
+    from leka.agent.trace import TraceStore
+    from leka.cli.tune_cmd import _resume_id
+    from leka.errors import LekaError
+
+    s = TraceStore()
+    with pytest.raises(LekaError, match="no unfinished LEKA run"):
+        _resume_id(LATEST)
+    s.create_run("r-interrupted", "t", "host-cpu", "p", {})
+    s.set_status("r-interrupted", "interrupted")
+    s.create_run("r-bench", "t", "host-cpu", "p", {"bench_run": "b1"})  # bench run's: `bench run --resume`
+    s.create_run("r-done", "t", "host-cpu", "p", {})
+    s.set_status("r-done", "done", {"correct": True})
+    s.close()
+    assert _resume_id(LATEST) == "r-interrupted" and _resume_id("r-d") == "r-d"
+
+
+def test_a_bare_experiment_resume_writes_into_its_newest_folder(tmp_path, monkeypatch):
+    import os
+    from types import SimpleNamespace
+
+    from leka.cli.experiment_cmd import _out_folder
+
+    monkeypatch.chdir(tmp_path)
+    for i, name in enumerate(["abl-20261201-010101", "abl-20261202-010101", "other-20261203-010101"]):
+        d = tmp_path / "experiments" / "results" / name
+        d.mkdir(parents=True)
+        os.utime(d, (1000 + i, 1000 + i))
+    ns = SimpleNamespace
+    assert _out_folder(ns(out=None, resume=LATEST), "abl") == Path("experiments/results/abl-20261202-010101")
+    assert _out_folder(ns(out=None, resume="x/y"), "abl") == Path("x/y")
+    assert _out_folder(ns(out="x/y", resume=None), "abl") == Path("x/y")
+    assert _out_folder(ns(out=None, resume=None), "abl").name.startswith("abl-")  # a fresh folder
