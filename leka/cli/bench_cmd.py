@@ -49,6 +49,7 @@ def _add_workload_parsers(bsub) -> None:
     q = bsub.add_parser("stats", help="counts of patterns and workloads by domain, level and dtype")
     _filters(q, limit=False)
     q.add_argument("--json", action="store_true")
+    add_output_flags(q)
     q.set_defaults(func=cmd_stats)
 
     q = bsub.add_parser("validate", help="build each definition with TVM's default lowering and check it against "
@@ -166,20 +167,14 @@ def cmd_stats(args) -> int:
     if args.json:
         print(json.dumps(s, indent=1))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from .tables import Col, output_mode, render
 
-    c = Console()
-    c.print(f"[bold]{s['workloads']}[/] workloads, [bold]{s['patterns']}[/] patterns")
+    mode = output_mode(args)
+    print(f"{s['workloads']} workloads, {s['patterns']} patterns")
     for key in ("levels", "domains", "dtypes"):
-        t = Table(title=key)
-        t.add_column(key[:-1])
-        t.add_column("workloads", justify="right")
-        if key == "levels":
-            t.add_column("patterns", justify="right")
-        for k, v in s[key].items():
-            t.add_row(k, str(v), *([str(s["patterns_by_level"][k])] if key == "levels" else []))
-        c.print(t)
+        cols = [Col(key[:-1], "id"), Col("workloads", "num")] + ([Col("patterns", "num")] if key == "levels" else [])
+        rows = [[k, str(v), *([str(s["patterns_by_level"][k])] if key == "levels" else [])] for k, v in s[key].items()]
+        render(key, cols, rows, mode)
     return 0
 
 

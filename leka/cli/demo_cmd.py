@@ -96,7 +96,6 @@ def _kernels(args, summary: dict) -> int:
     import sys
 
     from rich.console import Console
-    from rich.table import Table
 
     from leka.candidate import load_candidate
     from leka.errors import LekaError
@@ -104,7 +103,7 @@ def _kernels(args, summary: dict) -> int:
     from leka.targets import all_presets
     from leka.tasks import get_task
 
-    console = Console(width=max(120, Console().width), file=sys.stdout)
+    console = Console(file=sys.stdout)
     root = Path(args.examples)
     presets = all_presets()
     files = sorted(f for d in root.iterdir() if d.is_dir() and d.name in presets for f in d.glob("*.py"))
@@ -112,9 +111,7 @@ def _kernels(args, summary: dict) -> int:
         raise LekaError(f"no example candidates under {root}/<target>/")
     console.print(f"[bold]LEKA demo[/]: {len(files)} example candidates; runnable targets here: "
                   + ", ".join(p.name for p in presets.values() if p.runnable))
-    table = Table(title="examples: correctness and speedup vs tvm-naive")
-    for col in ("target", "task", "status", "candidate ms", "tvm-naive ms", "speedup", "compile s"):
-        table.add_column(col)
+    rows = []
     failed = 0
     by_target: dict[str, list] = {}
     for f in files:
@@ -130,10 +127,14 @@ def _kernels(args, summary: dict) -> int:
                 summary.setdefault("examples", []).append(
                     {"target": tname, "task": r.task, "status": r.status, "speedup": r.speedup, "error": r.error})
                 fmt = (lambda v, p=4: f"{v:.{p}f}" if v is not None else "-")
-                table.add_row(tname, r.task, r.status if ok else f"[red]{r.status}[/]: {r.error}",
-                              fmt(r.candidate_ms), fmt(r.baseline_ms),
-                              f"{r.speedup:.2f}×" if r.speedup else "-", fmt(r.compile_s, 2))
-    console.print(table)
+                rows.append([tname, r.task, r.status if ok else f"{r.status}: {r.error}", fmt(r.candidate_ms),
+                             fmt(r.baseline_ms), f"{r.speedup:.2f}×" if r.speedup else "-", fmt(r.compile_s, 2)])
+    from .tables import Col, render
+
+    render("examples: correctness and speedup vs tvm-naive",
+           [Col("target", "id"), Col("task", "name"), Col("status", "text", want=16), Col("candidate ms", "num"),
+            Col("tvm-naive ms", "num", optional=True), Col("speedup", "num"), Col("compile s", "num", optional=True)],
+           rows, "rich" if console.is_terminal else "plain", console)
     console.print("build_only = compiled here (CUDA source / cross target); run it on the device: docs/cuda.md")
     if args.tune:
         failed += _tune(console, args.tune, args.budget, _llm_flags(args), summary, _child_stdout(args))
