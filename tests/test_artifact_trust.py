@@ -131,7 +131,7 @@ def test_hostile_inputs_are_one_line_errors(art, capsys, tmp_path, kind, timed):
     else:
         _bomb(p, (1, 65536, 65536))
     t0 = time.perf_counter()
-    assert main(["run", str(art), "--inputs", str(p), *(["--time", "3"] if timed else [])]) == 2
+    assert main(["run", str(art), "--inputs", str(p), *(["--time-runs", "3"] if timed else [])]) == 2
     assert time.perf_counter() - t0 < 30
     one_line_error(capsys, str(p))
 
