@@ -165,7 +165,7 @@ def test_leka_agent_optimises_the_kws_model(tmp_path):
 
     model = write("kws-dscnn", tmp_path)
     rc = main(["optimize", str(model), "-o", str(tmp_path / "kws.leka"), "--db", str(tmp_path / "t.db"),
-               "--budget", "minutes=2", "--time", "0.5", "--quiet"])
+               "--budget", "minutes=2", "--time-s", "0.5", "--quiet"])
     assert rc == 0
     m = json.loads((tmp_path / "kws.leka" / "manifest.json").read_text())
     assert m["verification"]["status"] == "passed"
@@ -192,7 +192,7 @@ def test_default_method_tunes_a_kernel_for_real(tmp_path, monkeypatch):
     monkeypatch.setenv("LEKA_HOME", str(tmp_path / "home"))
     out = tmp_path / "tiny.leka"
     assert main(["optimize", str(tiny_matmul_model(tmp_path / "tiny.onnx")), "-o", str(out),
-                 "--budget", "compiles=3,measurements=3", "--time", "0", "--quiet"]) == 0
+                 "--budget", "compiles=3,measurements=3", "--time-s", "0", "--quiet"]) == 0
     m = json.loads((out / "manifest.json").read_text())
     [k] = m["kernels"]
     assert m["method"] == k["method"] == "leka" and k["agent_run"]
