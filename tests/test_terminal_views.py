@@ -4,6 +4,7 @@ never split ids; output to a pipe is plain text."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pty
 import re
@@ -210,3 +211,24 @@ def test_live_optimize_table_cuts_kernel_names_from_the_middle():
     rows = [ln for ln in out.splitlines() if "fused_" in ln]
     assert len(rows) == 4 and all("…" in ln for ln in rows[:3])
     assert all(f"_{i} " in rows[i] for i in range(3))  # the ends that tell the kernels apart survive
+
+
+def test_remote_status_is_a_short_table_and_json_on_request(tmp_path):
+    from leka.remote.pending import PendingStore
+
+    store = PendingStore(tmp_path / "p.sqlite")
+    big = {"tune": {"task_id": "l1-conv2d_3x3_s1_nhwc-32x32x16x16", "target": "cuda",
+                    "policy": {f"knob_{i}": i for i in range(60)}}}
+    for i in range(3):
+        store.set_run(f"leka-20261205-0101{i:02d}-abcdef", big, "pending")
+    store._db.close()
+    text = _cli(["remote", "--store", str(tmp_path / "p.sqlite"), "status"])
+    assert text.returncode == 0, text.stderr
+    assert len(text.stdout.splitlines()) <= 6 and "knob_" not in text.stdout  # plain: a line per run
+    shown = ANSI.sub("", _run_in_pty([sys.executable, "-m", "leka.cli.main", "remote", "--store",
+                                      str(tmp_path / "p.sqlite"), "status"]))
+    table = shown[:shown.index("open measurement")]
+    _fits(table)  # the table fits a terminal; the last line names the store (rich wraps it there)
+    assert "abcdef" in table and "pending" in table
+    said = json.loads(_cli(["remote", "--store", str(tmp_path / "p.sqlite"), "status", "--json"]).stdout)
+    assert len(said["runs"]) == 3 and said["runs"][0]["options"]["tune"]["policy"]["knob_59"] == 59

@@ -118,10 +118,10 @@ def _status(store: Any, args) -> dict:
     mode = output_mode(args)
     rows = [[r["run_id"], r["status"], str(asked.get(r["run_id"], 0)), (r["options"].get("tune") or {}).get(
         "task_id", "?"), (r["options"].get("tune") or {}).get("target", "?")] for r in runs]
-    render(f"remote runs in {store.path}", [Col("run", "id"), Col("status", "id"), Col("open", "num"),
+    render("remote runs", [Col("run", "id"), Col("status", "id"), Col("open", "num"),
                                             Col("task", "name"), Col("target", "desc", optional=True)], rows, mode)
     if rnds:
         render("rounds", [Col("round", "num"), Col("ingested", "id"), Col("job folder", "desc")],
                [[str(r["round"]), "yes" if r["ingested"] else "no", r["job_dir"]] for r in rnds], mode)
-    print(f"{len(open_reqs)} open measurement(s); --json for every run's options")
+    print(f"{len(open_reqs)} open measurement(s) in {store.path}; --json for every run's options")
     return {}
