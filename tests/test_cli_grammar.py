@@ -200,3 +200,14 @@ def test_a_bare_experiment_resume_writes_into_its_newest_folder(tmp_path, monkey
     assert _out_folder(ns(out=None, resume="x/y"), "abl") == Path("x/y")
     assert _out_folder(ns(out="x/y", resume=None), "abl") == Path("x/y")
     assert _out_folder(ns(out=None, resume=None), "abl").name.startswith("abl-")  # a fresh folder
+
+
+def test_help_states_the_grammar_once(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for option in ("-o, --out PATH", "--resume [RUN]", "--json", "--llm PROVIDER:MODEL", "--time-runs N",
+                   "--time-s S"):
+        assert option in out, option
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "## Command-line grammar" in readme and "`--time-runs N` / `--time-s S`" in readme

@@ -80,7 +80,9 @@ def _add_run_parser(bsub) -> None:
                   "proposer (--llm/--base-url) are given again as at the start, never read from the store")
     add_json(q, "the run's summary (metrics, samples, where they ran)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
-    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.add_argument("--quiet", action="store_true",
+                   help="no progress display (a live table of samples per node on a terminal, a line per sample "
+                        "otherwise)")
     q.add_argument("--remote", nargs="?", const="", metavar="STORE",
                    help="--method leka measured on a host reachable only by files (a GPU box): attempts pause on "
                         "their measurements; `leka remote batch/ingest` carry each round, `--resume RUN` goes on. "
