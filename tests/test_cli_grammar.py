@@ -211,3 +211,17 @@ def test_help_states_the_grammar_once(capsys):
         assert option in out, option
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "## Command-line grammar" in readme and "`--time-runs N` / `--time-s S`" in readme
+
+
+def test_a_file_after_a_bare_resume_is_the_commands_file(tmp_path, capsys):
+    """`leka optimize --resume m.onnx` was written when --resume was a switch: m.onnx stays the model."""
+    from leka.cli.grammar import file_before_resume
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"x")
+    args = build_parser().parse_args(["optimize", "--resume", str(model)])
+    file_before_resume(args, "model", "the ONNX model file")
+    assert (args.model, args.resume) == (str(model), LATEST)
+    assert main(["optimize", "--resume", "opt-123"]) == 2  # no model at all: one line
+    assert capsys.readouterr().err.strip() == "leka: error: give MODEL, the ONNX model file"
+    assert main(["experiment", "run"]) == 2

@@ -17,7 +17,7 @@ def register(sub) -> None:
     esub = p.add_subparsers(dest="experiment_command", metavar="SUBCOMMAND")
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
     q = esub.add_parser("run", help="run CONFIG; every sample goes to the store; writes table.md, report.html")
-    q.add_argument("config", help="TOML or JSON experiment config (see experiments/configs/)")
+    q.add_argument("config", nargs="?", help="TOML or JSON experiment config (see experiments/configs/)")
     add_resume(q, "", "OUT", "continue a killed experiment (no sample is repeated) and write its report into OUT "
                              "(default: the newest experiments/results/NAME-* folder)")
     add_llm(q, "run the model-driven methods (leka, direct, codeloop) with this model instead of the offline "
@@ -39,6 +39,9 @@ def cmd_run(args) -> int:
     from leka.experiment.report import write_experiment_report
     from leka.llm.factory import RECORD_ENV
 
+    from .grammar import file_before_resume
+
+    file_before_resume(args, "config", "the experiment's TOML or JSON file")
     cfg = load_config(args.config)
     if args.base_url and not args.llm:
         from leka.errors import LekaError

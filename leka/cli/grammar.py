@@ -60,6 +60,20 @@ def add_deprecated(p: Any, old: str, new: str, dest: str, type: Any) -> None:
     p.add_argument(old, dest=dest, type=type, action=_Deprecated, new=new, help=argparse.SUPPRESS)
 
 
+def file_before_resume(args: Any, name: str, what: str) -> None:
+    """`leka optimize --resume m.onnx` (written when --resume was a switch): a file that --resume took as its
+    RUN is the command's FILE argument, and --resume the bare switch. A missing FILE is a one-line error."""
+    from pathlib import Path
+
+    from leka.errors import LekaError
+
+    if getattr(args, name) is None and isinstance(args.resume, str) and Path(args.resume).is_file():
+        setattr(args, name, args.resume)
+        args.resume = LATEST
+    if getattr(args, name) is None:
+        raise LekaError(f"give {name.upper()}, {what}")
+
+
 def print_json(obj: Any) -> None:
     print(json.dumps(obj, indent=2, default=str))
 

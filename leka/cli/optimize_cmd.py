@@ -25,7 +25,7 @@ def register(sub) -> None:
                "Exit status: 0 written, 1 the optimised build disagrees with ONNX Runtime (nothing written), "
                "2 bad input. Docs: docs/optimize.md",
         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    p.add_argument("model", help="ONNX model file")
+    p.add_argument("model", nargs="?", help="ONNX model file")
     p.add_argument("--target", default="host-cpu",
                    help="preset (host-cpu, cuda, opencl-pocl, rpi5, jetson-orin-nano, ...; `leka targets`) or a "
                         "TVM target dict as JSON (default host-cpu)")
@@ -72,8 +72,9 @@ def run(args) -> int:
     from leka.optimize.pipeline import OptimizeOptions, optimize
     from leka.optimize.report import LATENCY_HEAD, latency_rows, summary_lines
 
-    from .grammar import print_json
+    from .grammar import file_before_resume, print_json
 
+    file_before_resume(args, "model", "the ONNX model file")
     if args.executor != "local" and args.jobs != 1:
         from leka.errors import LekaError
 
