@@ -47,7 +47,7 @@ def main() -> int:
         art = out / f"{name}.leka"
         t0 = time.time()
         cmd = [sys.executable, "-m", "leka.cli.main", "optimize", str(model), "-o", str(art), "--budget", args.budget,
-               "--method", args.method, "--jobs", str(args.jobs), "--db", db, "--time", str(args.time), "--quiet"]
+               "--method", args.method, "--jobs", str(args.jobs), "--db", db, "--time-s", str(args.time), "--quiet"]
         print(f"== {name}: {' '.join(cmd[3:])}", flush=True)
         r = subprocess.run(cmd, capture_output=True, text=True)
         wall = time.time() - t0

@@ -53,7 +53,7 @@ def one(name: str, out: Path, args: argparse.Namespace) -> dict[str, Any]:
         return row
     art = out / f"{name}.leka"
     r = _leka("optimize", str(model), "-o", str(art), "--budget", args.budget, "--db", str(out / "tuning.db"),
-              "--time", str(args.time), "--quiet")
+              "--time-s", str(args.time), "--quiet")
     row["optimize_s"] = round(time.time() - t0, 1)
     if r.returncode != 0:
         row["optimize"] = f"failed (exit {r.returncode}): {_last_line(r)}"
@@ -71,7 +71,7 @@ def one(name: str, out: Path, args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(1234)
     feeds = {i.name: rng.standard_normal(i.shape).astype(i.dtype) for i in loaded.inputs}
     np.savez(out / f"{name}.in.npz", **feeds)
-    r = _leka("run", str(art), "--inputs", str(out / f"{name}.in.npz"), "--outputs", str(out / f"{name}.out.npz"))
+    r = _leka("run", str(art), "--inputs", str(out / f"{name}.in.npz"), "-o", str(out / f"{name}.out.npz"))
     if r.returncode != 0:
         row["run"] = f"failed (exit {r.returncode}): {_last_line(r)}"
         return row

@@ -36,7 +36,7 @@ def _tiny_model(path: Path) -> Path:
 def artifact(tmp_path_factory):
     d = tmp_path_factory.mktemp("art")
     rc = main(["optimize", str(_tiny_model(d / "tiny.onnx")), "-o", str(d / "a.leka"), "--db", str(d / "t.db"),
-               "--method", "tvm-naive", "--budget", "compiles=2", "--time", "0", "--quiet"])
+               "--method", "tvm-naive", "--budget", "compiles=2", "--time-s", "0", "--quiet"])
     assert rc == 0
     return d / "a.leka"
 
@@ -131,7 +131,7 @@ def test_hostile_inputs_are_one_line_errors(art, capsys, tmp_path, kind, timed):
     else:
         _bomb(p, (1, 65536, 65536))
     t0 = time.perf_counter()
-    assert main(["run", str(art), "--inputs", str(p), *(["--time", "3"] if timed else [])]) == 2
+    assert main(["run", str(art), "--inputs", str(p), *(["--time-runs", "3"] if timed else [])]) == 2
     assert time.perf_counter() - t0 < 30
     one_line_error(capsys, str(p))
 
@@ -153,7 +153,7 @@ def test_db_entry_is_remeasured_before_reuse(tmp_path):
     with TuningDB(db) as tdb:
         tdb.put(Winner(spec.key, spec.task_id, src, 1e9, 1e-9, 1.0, "forged", "seed", None, {}), tkey)
     assert main(["optimize", str(model), "-o", str(tmp_path / "a.leka"), "--db", str(db), "--method", "tvm-naive",
-                 "--budget", "compiles=2", "--time", "0", "--quiet"]) == 0
+                 "--budget", "compiles=2", "--time-s", "0", "--quiet"]) == 0
     kernel = next(k for k in json.loads((tmp_path / "a.leka" / "manifest.json").read_text())["kernels"]
                   if k["key"] == spec.key)
     assert kernel["method"] != "forged" and not kernel["decision"].startswith("reused"), kernel

@@ -91,9 +91,12 @@ def test_report_and_export(finished_run, tmp_path, capsys):
 def test_budget_stops_run_cleanly(tmp_path, capsys):
     db = tmp_path / "r.sqlite"
     rc = main(["bench", "run", "--method", "tvm-naive", "--tasks", TASKS, "--pattern", "benchtest", "--samples", "2",
-               "--trials", "1", "--no-measure", "--budget", "compiles=1", "--quiet", "--store", str(db)])
+               "--trials", "1", "--no-measure", "--budget", "compiles=1", "--quiet", "--store", str(db), "--json"])
     assert rc == 4  # ExitCode.BUDGET: the budget ran out first
-    assert "stopped early (budget" in capsys.readouterr().err
+    out = capsys.readouterr()
+    assert "stopped early (budget" in out.err
+    said = json.loads(out.out)  # --json: the run's summary alone on stdout
+    assert said["stopped"].startswith("budget") and said["new_samples"] == 1 and said["summary"]["samples"] == 1
     st = ResultStore(db)
     run = st.get_run(st.list_runs()[-1]["run_id"])
     assert run["status"] == "budget_exhausted" and len(st.samples(run["run_id"])) == 1

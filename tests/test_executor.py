@@ -79,7 +79,7 @@ def test_progress_counts_running_per_node(capsys):
         prog.update(SampleOutcome(specs[0], {"where": on[0], "failure": None}))
         assert prog.running_on == {"h1 (n1)": 1, "h2 (n2)": 1} and prog.done == {"h1 (n1)": 1}
         console = Console(width=100, file=io.StringIO(), record=True)
-        console.print(prog.table())
+        console.print(prog.frame())
     text = console.export_text()
     table = [ln.split() for ln in text.splitlines()]
     assert "1/3 samples (0 stored before), 2 running, 0 queued" in " ".join(text.split())

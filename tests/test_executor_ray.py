@@ -149,7 +149,7 @@ def _optimize(tmp_path: Path, name: str, *extra: str) -> dict:
         two_kernel_model(model)
     out, db = tmp_path / f"{name}.leka", tmp_path / f"{name}.db"
     r = _leka("optimize", str(model), "-o", str(out), "--db", str(db), "--method", "tvm-dlight",
-              "--budget", "compiles=10,measurements=10", "--time", "0", *extra)
+              "--budget", "compiles=10,measurements=10", "--time-s", "0", *extra)
     assert r.returncode == 0, r.stderr
     return {**json.loads((out / "manifest.json").read_text()), "stderr": r.stderr}
 

@@ -118,13 +118,17 @@ def test_ablation_config_against_fake_openai_server(tmp_path, monkeypatch):
     assert loop["spent"]["calls"] == 3 and loop["Correct@1"] == 1.0
 
 
-def test_config_naming_an_existing_run_needs_resume(tmp_path, monkeypatch):
+def test_config_naming_an_existing_run_needs_resume(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LEKA_HOME", str(tmp_path / "home"))
     cfg = _write(tmp_path, _ablation(limit=1, trials=2, method=[{"method": "tvm-naive"}], name="twice"))
     store = str(tmp_path / "s.db")
     assert main(["experiment", "run", str(cfg), "--store", store, "--out", str(tmp_path / "o")]) == 0
     proc = _cli(["experiment", "run", str(cfg), "--store", store, "--out", str(tmp_path / "o")])
     assert proc.returncode == 2 and "--resume" in proc.stderr
+    capsys.readouterr()  # --resume OUT names the report folder; --json prints results.json, nothing else
+    assert main(["experiment", "run", str(cfg), "--store", store, "--resume", str(tmp_path / "o"), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said == json.loads((tmp_path / "o" / "results.json").read_text()) and said["rows"]
 
 
 def _good_schedule(task_id: str) -> list:

@@ -56,8 +56,8 @@ def test_serve_status_stop(home, capsys):
     (listed,) = json.loads(capsys.readouterr().out)
     assert listed["pid"] == state["pid"] and listed["base_url"] == url and listed["rss_mb"] > 0
 
-    assert main(["llm", "stop"]) == 0
-    assert f"stopped tiny at {url}" in capsys.readouterr().out
+    assert main(["llm", "stop", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [{"name": "tiny", "base_url": url, "pid": state["pid"]}]
     assert running_servers() == [] and not list((home.parent / "home" / "llm" / "servers").glob("*.json"))
     with pytest.raises(OSError):
         os.kill(state["pid"], 0)

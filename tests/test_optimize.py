@@ -156,7 +156,7 @@ def test_bad_inputs_are_one_line_errors(case, tmp_path, capsys):
         out.mkdir()
         (out / "notes.txt").write_text("mine")
         expect = "exists and is not a leka artifact"
-    rc, err = _cli(capsys, str(model), "-o", str(out), "--time", "0", *args)
+    rc, err = _cli(capsys, str(model), "-o", str(out), "--time-s", "0", *args)
     assert rc == 2, err
     assert expect in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.leka")]

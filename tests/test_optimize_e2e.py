@@ -42,7 +42,7 @@ def gemv_model(path: Path) -> Path:
 
 def _optimize(model: Path, out: Path, db: Path, *extra: str) -> dict:
     rc = main(["optimize", str(model), "-o", str(out), "--db", str(db), "--method", "tvm-dlight",
-               "--budget", "compiles=8,measurements=8", "--time", "0", "--quiet", *extra])
+               "--budget", "compiles=8,measurements=8", "--time-s", "0", "--quiet", *extra])
     assert rc == 0
     return json.loads((out / "manifest.json").read_text())
 
@@ -93,9 +93,11 @@ def test_optimize_run_reuse_resume(tmp_path, capsys):
                "sys.exit(rc)\n")
     env = {**os.environ, "TVM_USE_RUNTIME_LIB": "1", "PYTHONPATH": str(ROOT)}
     r = subprocess.run([sys.executable, "-c", blocker, "run", str(tmp_path / "a.leka"), "--inputs",
-                        str(tmp_path / "in.npz"), "--outputs", str(tmp_path / "out.npz"), "--check"],
-                       env=env, capture_output=True, text=True)
+                        str(tmp_path / "in.npz"), "-o", str(tmp_path / "out.npz"), "--check", "--time-runs", "3",
+                        "--json"], env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+    said = json.loads(r.stdout)  # --json: stdout is the report alone
+    assert said["check"]["passed"] and said["latency"]["runs"] == 3 and said["outputs"]["y"]["shape"] == [1, 16]
     got = np.load(tmp_path / "out.npz")["y"]
     exp = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, exp, rtol=1e-3, atol=1e-4 * np.abs(exp).max())
@@ -109,6 +111,16 @@ def test_optimize_run_reuse_resume(tmp_path, capsys):
         tdb.finish_run(rid, "interrupted")
     m2 = _optimize(model, tmp_path / "a.leka", db, "--resume")  # a.leka is a leka artifact: replaced
     assert m2["run_id"] == rid and m2["budget"]["spent"] == {}
+    # --resume RUN names the run (a prefix is enough); --json prints the manifest on stdout
+    with TuningDB(db) as tdb:
+        rid2, _ = tdb.start_run(m1["model"]["sha256"], target_key(get_target("host-cpu")), "tvm-dlight", False)
+        tdb.finish_run(rid2, "interrupted")
+    capsys.readouterr()
+    m3 = _optimize(model, tmp_path / "a.leka", db, "--resume", rid2[:-2], "--json")
+    said = json.loads(capsys.readouterr().out)
+    assert m3["run_id"] == rid2 == said["manifest"]["run_id"] and said["status"] == "written"
+    assert main(["optimize", str(model), "-o", str(tmp_path / "a.leka"), "--db", str(db), "--method", "tvm-dlight",
+                 "--resume", "opt-nope"]) == 2
 
 
 def test_wrong_db_entry_is_caught_and_the_kernel_tuned(tmp_path):
@@ -153,7 +165,7 @@ def test_leka_agent_optimises_the_kws_model(tmp_path):
 
     model = write("kws-dscnn", tmp_path)
     rc = main(["optimize", str(model), "-o", str(tmp_path / "kws.leka"), "--db", str(tmp_path / "t.db"),
-               "--budget", "minutes=2", "--time", "0.5", "--quiet"])
+               "--budget", "minutes=2", "--time-s", "0.5", "--quiet"])
     assert rc == 0
     m = json.loads((tmp_path / "kws.leka" / "manifest.json").read_text())
     assert m["verification"]["status"] == "passed"
@@ -180,7 +192,7 @@ def test_default_method_tunes_a_kernel_for_real(tmp_path, monkeypatch):
     monkeypatch.setenv("LEKA_HOME", str(tmp_path / "home"))
     out = tmp_path / "tiny.leka"
     assert main(["optimize", str(tiny_matmul_model(tmp_path / "tiny.onnx")), "-o", str(out),
-                 "--budget", "compiles=3,measurements=3", "--time", "0", "--quiet"]) == 0
+                 "--budget", "compiles=3,measurements=3", "--time-s", "0", "--quiet"]) == 0
     m = json.loads((out / "manifest.json").read_text())
     [k] = m["kernels"]
     assert m["method"] == k["method"] == "leka" and k["agent_run"]

@@ -79,7 +79,7 @@ def test_a_broken_winner_is_dropped_and_the_artifact_written(tmp_path, monkeypat
 
     monkeypatch.setattr(pipeline, "_decide", decide)
     out = tmp_path / "deep" / "er" / "gemv.leka"  # -o makes the missing parent folders
-    rc = main(["optimize", str(model), "-o", str(out), "--db", str(db), "--time", "0", "--quiet"])
+    rc = main(["optimize", str(model), "-o", str(out), "--db", str(db), "--time-s", "0", "--quiet"])
     assert rc == 0
     m = json.loads((out / "manifest.json").read_text())
     assert m["verification"]["status"] == "passed"

@@ -23,7 +23,7 @@ def _command(home: Path) -> tuple[Path, Path, Path, list[str]]:
     model = write("ad-autoencoder", home)
     out, store_path = home / "ad.leka", home / "pending.sqlite"
     cmd = ["optimize", str(model), "--target", "host-cpu", "--remote", "--remote-store", str(store_path),
-           "--remote-steps", "1", "-o", str(out), "--db", str(home / "t.db"), "--time", "0", "--quiet"]
+           "--remote-steps", "1", "-o", str(out), "--db", str(home / "t.db"), "--time-s", "0", "--quiet"]
     return model, out, store_path, cmd
 
 

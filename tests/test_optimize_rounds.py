@@ -110,7 +110,7 @@ def test_a_quick_pass_entry_is_tuned_further_under_a_search_budget(tmp_path):
 
     def run(out: str) -> dict:
         assert main(["optimize", str(model), "-o", str(tmp_path / out), "--db", str(db), "--method", "tvm-dlight",
-                     "--budget", "compiles=8,measurements=8", "--time", "0", "--quiet"]) == 0
+                     "--budget", "compiles=8,measurements=8", "--time-s", "0", "--quiet"]) == 0
         return json.loads((tmp_path / out / "manifest.json").read_text())
 
     m1 = run("a.leka")

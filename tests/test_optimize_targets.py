@@ -39,7 +39,7 @@ def test_optimize_tunes_and_times_with_a_host_target_dict(tmp_path, capsys):
     target = json.dumps({"kind": "llvm", "mtriple": h["mtriple"].split("-")[0] + "-pc-linux-gnu", "mcpu": h["mcpu"]})
     model, out = gemv_model(tmp_path / "gemv.onnx"), tmp_path / "new" / "dir" / "g.leka"
     rc = main(["optimize", str(model), "--target", target, "-o", str(out), "--db", str(tmp_path / "t.db"),
-               "--method", "tvm-dlight", "--budget", "compiles=8,measurements=8", "--time", "0.1", "--quiet"])
+               "--method", "tvm-dlight", "--budget", "compiles=8,measurements=8", "--time-s", "0.1", "--quiet"])
     assert rc == 0, capsys.readouterr().err
     m = json.loads((out / "manifest.json").read_text())
     assert m["target"]["runnable_here"] and m["tuning_note"] is None

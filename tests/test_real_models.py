@@ -110,7 +110,7 @@ def _optimize_then_run(name: str, tmp_path: Path, budget: str) -> dict:
     model = rm.write(name, tmp_path)
     out = tmp_path / f"{name}.leka"
     rc = main(["optimize", str(model), "-o", str(out), "--db", str(tmp_path / "t.db"), "--budget", budget,
-               "--time", "0", "--quiet"])
+               "--time-s", "0", "--quiet"])
     assert rc == 0
     assert main(["run", str(out), "--check"]) == 0
     manifest = json.loads((out / "manifest.json").read_text())

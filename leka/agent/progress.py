@@ -1,15 +1,16 @@
 """Live view of a run, fed by the graph's stream of node updates (stream_mode="updates").
 
-`LiveProgress` redraws a rich table (a row per step) on stderr; `LineProgress` prints one plain line
-per step (for logs, pipes, and `--json` runs where stdout is reserved for the record).
+`LiveProgress` (leka.progress.LiveView) redraws a rich table (a row per step) on stderr; `LineProgress`, the
+same view with live=False, prints one plain line per step (for logs, pipes, and `--json` runs where stdout is
+reserved for the record).
 """
 from __future__ import annotations
 
-import sys
 from typing import Any, Protocol
 
 from rich.console import Console
-from rich.live import Live
+
+from leka.progress import LiveView
 
 
 class Progress(Protocol):
@@ -46,21 +47,25 @@ COLUMN_KINDS = [("num", False), ("id", False), ("id", False), ("num", False), ("
 RESERVED_LINES = 9  # title, header rule and row, bottom border, status and caption lines
 
 
-class LiveProgress:
+class LiveProgress(LiveView):
     """A table of the steps that fits the terminal (the newest rows when they do not all fit) and a status
-    line redrawn four times a second: what runs now, the elapsed time, what the run has spent."""
+    line redrawn four times a second: what runs now, the elapsed time, what the run has spent. With
+    live=False (logs, pipes, `--json` runs): the title, then one plain line per step (LineProgress)."""
 
-    def __init__(self, title: str, console: Console | None = None):
+    refresh_per_second = 4
+
+    def __init__(self, title: str, console: Console | None = None, live: bool = True):
         import time
 
+        super().__init__(live=live, console=console)
         self.title = title
-        self.console = console or Console(stderr=True)
         self.rows: list[list[str]] = []
-        self._live: Live | None = None
         self.footer = ""
         self.now = "step 1: proposing and evaluating"
         self.spent = ""
         self._t0 = time.monotonic()
+        if not live:
+            self.line(title)
 
     def _status(self) -> str:
         import time
@@ -69,7 +74,7 @@ class LiveProgress:
         spent = f" · spent {self.spent}" if self.spent else ""
         return f"{self.now} · elapsed {secs // 3600}:{secs // 60 % 60:02d}:{secs % 60:02d}{spent}"
 
-    def _render(self) -> Any:
+    def frame(self) -> Any:
         from rich.console import Group
         from rich.text import Text
 
@@ -84,16 +89,9 @@ class LiveProgress:
         table = rich_table(title, cols, shown, self.console.width, self.footer or None)
         return Group(table, Text(self._status(), overflow="fold"))
 
-    def __enter__(self) -> "LiveProgress":
-        self._live = Live(console=self.console, refresh_per_second=4, transient=False,
-                          get_renderable=self._render)
-        self._live.__enter__()
-        return self
-
     def __exit__(self, *exc: Any) -> None:
-        if self._live is not None:
-            self.now = "finished" if exc[0] is None else f"stopped: {exc[0].__name__}"
-            self._live.__exit__(*exc)  # draws the last frame once more, with this status
+        self.now = "finished" if exc[0] is None else f"stopped: {exc[0].__name__}"
+        super().__exit__(*exc)  # draws the last frame once more, with this status
 
     def journal(self, key: str, value: Any) -> None:
         """Work inside a step, from the run's journal: the proposals made, then each evaluation's result."""
@@ -114,6 +112,7 @@ class LiveProgress:
         for step in update.get("steps", []):
             self.rows.append(step_cells(step))
             cells = self.rows[-1]
+            self.line("  " + " | ".join(f"{h}={c}" for h, c in zip(HEADERS, cells)))
             self.spent = cells[7]
             nxt = step.get("next") or ""
             self.now = (f"after step {step.get('step')} ({cells[6]}): " +
@@ -124,30 +123,13 @@ class LiveProgress:
             f = update["final"]
             self.footer = (f"final (fresh worker): correct={f['correct']} speedup={fmt_x(f.get('speedup'))} "
                            f"vs {f.get('baseline')}")
+            self.line(f"  finalize: correct={f['correct']} speedup={fmt_x(f.get('speedup'))} vs {f.get('baseline')}")
             self.now = "finalized"
-        if self._live is not None:
-            self._live.refresh()
+        self.redraw()
 
 
-class LineProgress:
-    def __init__(self, title: str, stream: Any = None):
-        self.stream = stream or sys.stderr
-        print(title, file=self.stream, flush=True)
-
-    def __enter__(self) -> "LineProgress":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        pass
-
-    def update(self, node: str, update: dict[str, Any]) -> None:
-        for step in update.get("steps", []):
-            print("  " + " | ".join(f"{h}={c}" for h, c in zip(HEADERS, step_cells(step))),
-                  file=self.stream, flush=True)
-        if node == "finalize" and update.get("final"):
-            f = update["final"]
-            print(f"  finalize: correct={f['correct']} speedup={fmt_x(f.get('speedup'))} vs {f.get('baseline')}",
-                  file=self.stream, flush=True)
+def LineProgress(title: str) -> LiveProgress:  # noqa: N802 - the plain-lines form of the same view
+    return LiveProgress(title, live=False)
 
 
 class NoProgress:

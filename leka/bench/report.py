@@ -9,25 +9,14 @@ import json
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+
+from leka.cli.tables import MISSING, fmt_cell, html_table, markdown_table
 
 from . import metrics
 from .store import ResultStore
 
 FAST_CURVE_P = [i / 20 for i in range(0, 61)]  # 0 .. 3.0
-
-
-MISSING = "—"  # no value (no baseline, nothing correct to time): never printed as 0
-
-
-def _fmt(x: Any, pct: bool = False) -> str:
-    if x is None:
-        return MISSING
-    if pct:
-        return f"{100 * x:.1f}%"
-    if isinstance(x, float):
-        return f"{x:.3g}"
-    return str(x)
 
 
 def summary_rows(records: list[dict[str, Any]], key: str) -> list[list[str]]:
@@ -37,9 +26,9 @@ def summary_rows(records: list[dict[str, Any]], key: str) -> list[list[str]]:
     rows = []
     for name in sorted(groups):
         s = metrics.summarize(groups[name])
-        rows.append([name, str(s.tasks), str(s.samples), _fmt(s.compile_rate, True), _fmt(s.correct_at_1, True),
-                     _fmt(s.fast_at["Fast@1.0"], True), _fmt(s.fast_at["Fast@2.0"], True),
-                     _fmt(s.geomean_speedup), _fmt(s.roofline_median, True)])
+        rows.append([name, str(s.tasks), str(s.samples), fmt_cell(s.compile_rate, True), fmt_cell(s.correct_at_1, True),
+                     fmt_cell(s.fast_at["Fast@1.0"], True), fmt_cell(s.fast_at["Fast@2.0"], True),
+                     fmt_cell(s.geomean_speedup), fmt_cell(s.roofline_median, True)])
     return rows
 
 
@@ -104,18 +93,6 @@ def _plots(records: list[dict[str, Any]], facts: dict[str, Any], baseline: str) 
     return out
 
 
-def _md_table(head: list[str], rows: Iterable[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    return "\n".join(lines)
-
-
-def _html_table(head: list[str], rows: Iterable[list[str]]) -> str:
-    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
-
-
 def build_report(store: ResultStore, run_id: str) -> dict[str, Any]:
     """Everything a report shows, as data (also used by tests)."""
     run = store.get_run(run_id)
@@ -125,9 +102,9 @@ def build_report(store: ResultStore, run_id: str) -> dict[str, Any]:
     task_rows = []
     for r in recs:
         task_rows.append([r["task"], str(r.get("sample_idx")), "yes" if r.get("compiled") else "no",
-                          "yes" if metrics.is_correct(r) else (r.get("failure") or "no"), _fmt(r.get("speedup")),
-                          _fmt(r.get("candidate_ms")), _fmt(r.get("baseline_ms")), _fmt(r.get("compile_s")),
-                          _fmt(r.get("roofline_fraction"), True), str((r.get("meta") or {}).get("schedule", "")),
+                          "yes" if metrics.is_correct(r) else (r.get("failure") or "no"), fmt_cell(r.get("speedup")),
+                          fmt_cell(r.get("candidate_ms")), fmt_cell(r.get("baseline_ms")), fmt_cell(r.get("compile_s")),
+                          fmt_cell(r.get("roofline_fraction"), True), str((r.get("meta") or {}).get("schedule", "")),
                           (r.get("error") or "")[:160]])
     from leka.executors.progress import where_summary
 
@@ -160,24 +137,24 @@ def write_report(store: ResultStore, run_id: str, out_dir: str | Path) -> tuple[
     plots = _plots(recs, facts, baseline)
     title = f"EdgeKernelBench run {run['run_id']}"
     headline = [["method", run["method"]], ["target", run["target"]], ["status", run["status"]],
-                ["tasks / samples", f"{s.tasks} / {s.samples}"], ["compile rate", _fmt(s.compile_rate, True)],
-                ["Correct@1", _fmt(s.correct_at_1, True)]]
-    headline += [[k, _fmt(v, True)] for k, v in s.correct_at_k.items() if k != "Correct@1"]
-    headline += [[f"{k} vs {baseline}", _fmt(v, True)] for k, v in s.fast_at.items()]
-    headline += [[f"geomean speedup vs {baseline} (correct samples)", _fmt(s.geomean_speedup)],
-                 ["median roofline fraction (correct samples)", _fmt(s.roofline_median, True)],
-                 ["median compile time, s (compiled samples)", _fmt(median_compile_s(recs))],
+                ["tasks / samples", f"{s.tasks} / {s.samples}"], ["compile rate", fmt_cell(s.compile_rate, True)],
+                ["Correct@1", fmt_cell(s.correct_at_1, True)]]
+    headline += [[k, fmt_cell(v, True)] for k, v in s.correct_at_k.items() if k != "Correct@1"]
+    headline += [[f"{k} vs {baseline}", fmt_cell(v, True)] for k, v in s.fast_at.items()]
+    headline += [[f"geomean speedup vs {baseline} (correct samples)", fmt_cell(s.geomean_speedup)],
+                 ["median roofline fraction (correct samples)", fmt_cell(s.roofline_median, True)],
+                 ["median compile time, s (compiled samples)", fmt_cell(median_compile_s(recs))],
                  ["versions", json.dumps(run["versions"], sort_keys=True)],
                  ["selection", json.dumps(run["config"].get("selection", {}), sort_keys=True)],
                  ["samples per task / trials / budget", f"{run['config'].get('samples')} / "
                                                          f"{run['config'].get('trials')} / "
                                                          f"{run['config'].get('budget') or 'unlimited'}"],
                  ["events", ", ".join(e["event"] for e in run["events"])]]
-    md = [f"# {title}", "", _md_table(["metric", "value"], headline), ""]
+    md = [f"# {title}", "", markdown_table(["metric", "value"], headline), ""]
     for key, rows in data["sections"].items():
-        md += [f"## By {key}", "", _md_table(SUMMARY_HEAD, rows), ""]
-    md += ["## Where each sample ran", "", _md_table(WHERE_HEAD, data["where"]), ""]
-    md += ["## Samples", "", _md_table(TASK_HEAD, data["task_rows"]), "",
+        md += [f"## By {key}", "", markdown_table(SUMMARY_HEAD, rows), ""]
+    md += ["## Where each sample ran", "", markdown_table(WHERE_HEAD, data["where"]), ""]
+    md += ["## Samples", "", markdown_table(TASK_HEAD, data["task_rows"]), "",
            "Plots (speedup distribution, Fast@p curve, roofline) are in report.html.", "",
            "Metric definitions: docs/metrics.md. Failures count as 0."]
     md_path = out / "report.md"
@@ -188,13 +165,13 @@ def write_report(store: ResultStore, run_id: str, out_dir: str | Path) -> tuple[
            "th{background:#eee}img{max-width:100%;margin:0.5em 0}")
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
              f"<style>{css}</style></head><body><h1>{html.escape(title)}</h1>",
-             _html_table(["metric", "value"], headline)]
+             html_table(["metric", "value"], headline)]
     for name, label in (("speedup", "Speedup distribution"), ("fastp", "Fast@p curve"), ("roofline", "Roofline")):
         parts.append(f"<h2>{label}</h2><img alt='{label}' src='data:image/png;base64,{plots[name]}'>")
     for key, rows in data["sections"].items():
-        parts.append(f"<h2>By {html.escape(key)}</h2>" + _html_table(SUMMARY_HEAD, rows))
-    parts.append("<h2>Where each sample ran</h2>" + _html_table(WHERE_HEAD, data["where"]))
-    parts.append("<h2>Samples</h2>" + _html_table(TASK_HEAD, data["task_rows"]))
+        parts.append(f"<h2>By {html.escape(key)}</h2>" + html_table(SUMMARY_HEAD, rows))
+    parts.append("<h2>Where each sample ran</h2>" + html_table(WHERE_HEAD, data["where"]))
+    parts.append("<h2>Samples</h2>" + html_table(TASK_HEAD, data["task_rows"]))
     parts.append("<p>Metric definitions: docs/metrics.md. Failures count as 0.</p></body></html>")
     html_path = out / "report.html"
     html_path.write_text("".join(parts))
@@ -237,10 +214,10 @@ def build_comparison(store: ResultStore, run_refs: list[str]) -> dict[str, Any]:
         rs = recs[run["run_id"]]
         s = metrics.summarize(rs)
         summary.append([run["run_id"], run["method"], run["target"], str(s.tasks), str(s.samples),
-                        _fmt(s.correct_at_1, True), _fmt(s.fast_at["Fast@1.0"], True),
-                        _fmt(s.fast_at["Fast@2.0"], True),
+                        fmt_cell(s.correct_at_1, True), fmt_cell(s.fast_at["Fast@1.0"], True),
+                        fmt_cell(s.fast_at["Fast@2.0"], True),
                         f"{s.geomean_speedup:.2f}x" if s.geomean_speedup is not None else MISSING,
-                        _fmt(median_compile_s(rs))])
+                        fmt_cell(median_compile_s(rs))])
     tasks: list[str] = []
     for rid in ids:
         tasks += [t for t in dict.fromkeys(r["task"] for r in recs[rid]) if t not in tasks]
@@ -266,8 +243,8 @@ def write_comparison(store: ResultStore, run_refs: list[str], out_dir: str | Pat
     note = ("Per task: the median speedup of the correct samples vs each run's baseline (k/n correct when a run "
             f"has several samples), or the failure; {MISSING} = no sample or no timing. Metric definitions: "
             "docs/metrics.md. Failures count as 0.")
-    md = [f"# {title}", "", "## Summary", "", _md_table(COMPARE_SUMMARY_HEAD, data["summary"]), "",
-          "## Per task", "", _md_table(data["task_head"], data["task_rows"]), "", note]
+    md = [f"# {title}", "", "## Summary", "", markdown_table(COMPARE_SUMMARY_HEAD, data["summary"]), "",
+          "## Per task", "", markdown_table(data["task_head"], data["task_rows"]), "", note]
     md_path = out / "compare.md"
     md_path.write_text("\n".join(md) + "\n")
     css = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}"
@@ -276,6 +253,6 @@ def write_comparison(store: ResultStore, run_refs: list[str], out_dir: str | Pat
     html_path.write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style>"
         f"</head><body><h1>{html.escape(title)}</h1><h2>Summary</h2>"
-        + _html_table(COMPARE_SUMMARY_HEAD, data["summary"]) + "<h2>Per task</h2>"
-        + _html_table(data["task_head"], data["task_rows"]) + f"<p>{html.escape(note)}</p></body></html>")
+        + html_table(COMPARE_SUMMARY_HEAD, data["summary"]) + "<h2>Per task</h2>"
+        + html_table(data["task_head"], data["task_rows"]) + f"<p>{html.escape(note)}</p></body></html>")
     return md_path, html_path

@@ -188,14 +188,13 @@ class RunOutcome:
 
 def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target: Any, method: Any, samples: int,
                   evaluator: Any, budget: Any, options: dict[str, Any],
-                  on_sample: Callable[[Any, int, dict[str, Any] | None], None] | None = None,
-                  progress: Callable[[str], None] | None = None,
-                  on_start: Callable[[Any, int], None] | None = None) -> RunOutcome:
+                  on_outcome: Callable[[Any], None] | None = None, progress: Callable[[str], None] | None = None,
+                  on_event: Callable[[str, str, Any], None] | None = None) -> RunOutcome:
     """Run every missing (task, sample_idx) of `run_id` in this process, through the local executor (the same
     attempts a Ray task runs, sharing this process's evaluator and the run's budget); returns what this
-    invocation did. on_start(task, idx) is called as an attempt begins, on_sample(task, idx, record or None)
-    as it ends (None: nothing stored: finished before, not applicable, or pending)."""
-    from leka.executors.base import PLACED, LocalEnv, SampleSpec
+    invocation did. on_event and on_outcome are the hooks of leka.executors.fanout.run_fanout (what
+    FanoutProgress shows): the executor's events (PLACED as an attempt begins), each SampleOutcome as it ends."""
+    from leka.executors.base import LocalEnv, SampleSpec
     from leka.executors.local import LocalExecutor
 
     check_resumable(store, run_id, method, options, budget)
@@ -204,20 +203,14 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
     finished, by_id = store.finished_keys(run_id), {t.id: t for t in tasks}
     target_spec = target.target if target.name == "custom" else target.name
     specs = [SampleSpec(run_id, t.id, i, method.name, target_spec, options) for t in tasks for i in range(samples)]
-    for s in specs:
-        if s.key() in finished:
-            out.skipped_finished += 1
-            _advance(on_sample, by_id[s.task_id], [s.sample_idx])
-    todo = {s.job_key(): s for s in specs if s.key() not in finished}
-
-    def started(key: str, kind: str, _: Any) -> None:
-        if kind == PLACED and on_start is not None:
-            on_start(by_id[todo[key].task_id], todo[key].sample_idx)
-
+    out.skipped_finished = sum(1 for s in specs if s.key() in finished)
+    todo = [s for s in specs if s.key() not in finished]
     env = LocalEnv(evaluator, target, budget, store, progress, method, by_id)
     try:
-        for o in LocalExecutor(env).run(todo.values(), started):
-            task, idx = by_id[o.spec.task_id], o.spec.sample_idx
+        for o in LocalExecutor(env).run(todo, on_event):
+            task = by_id[o.spec.task_id]
+            if on_outcome is not None:
+                on_outcome(o)
             if o.stopped is not None:
                 out.stopped = o.stopped
                 store.add_event(run_id, "budget_exhausted", {"error": o.stopped.removeprefix("budget: ")})
@@ -226,12 +219,9 @@ def run_benchmark(store: ResultStore, run_id: str, tasks: Sequence[Any], target:
                 out.pending += o.pending
                 if o.not_applicable is not None:
                     out.not_applicable[task.id] = o.not_applicable
-                _advance(on_sample, task, [idx])
                 continue
             store.add_sample(run_id, o.record, candidates=o.candidates, measurements=measurement_rows(o.record))
             out.done += 1
-            if on_sample is not None:
-                on_sample(task, idx, o.record)
     except BaseException as e:  # never left "started": the run's last event says why it stopped
         _record_stop(store, run_id, e, out)
         raise
@@ -278,10 +268,3 @@ def _record_stop(store: ResultStore, run_id: str, e: BaseException, out: RunOutc
     store.add_event(run_id, "interrupted" if isinstance(e, (KeyboardInterrupt, SystemExit)) else "failed",
                     {"error": f"{type(e).__name__}: {lines[0] if lines else ''}"[:500],
                      "samples_written": out.done})
-
-
-def _advance(on_sample: Callable | None, task: Any, idxs: Iterable[int]) -> None:
-    """Report attempts that produced no new record (already finished, or not applicable)."""
-    if on_sample is not None:
-        for i in idxs:
-            on_sample(task, i, None)

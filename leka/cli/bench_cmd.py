@@ -9,6 +9,7 @@ from .bench_results_cmd import cmd_compare, cmd_export, cmd_report, cmd_runs
 from .bench_run_cmd import cmd_run
 from leka.executors.cli import add_executor_flags
 
+from .grammar import add_json, add_llm, add_out, add_resume
 from .tables import add_output_flags
 
 
@@ -48,6 +49,7 @@ def _add_workload_parsers(bsub) -> None:
     q = bsub.add_parser("stats", help="counts of patterns and workloads by domain, level and dtype")
     _filters(q, limit=False)
     q.add_argument("--json", action="store_true")
+    add_output_flags(q)
     q.set_defaults(func=cmd_stats)
 
     q = bsub.add_parser("validate", help="build each definition with TVM's default lowering and check it against "
@@ -70,16 +72,17 @@ def _add_run_parser(bsub) -> None:
                    '"calls=20,usd=2,compiles=200,minutes=10" (any subset); each attempt\'s own limits: '
                    '--option agent_budget=compiles=64,measurements=64,minutes=5')
     q.add_argument("--option", action="append", default=[], metavar="KEY=VALUE", help="method option (repeatable)")
-    q.add_argument("--llm", metavar="PROVIDER:MODEL", help="the model of a model-driven method (leka, direct, "
-                   "codeloop): openai:M, anthropic:M, compat:M (+ --base-url), local:gemma3-270m; same as --option llm=")
-    q.add_argument("--base-url", help="server URL for --llm compat:MODEL; same as --option base_url=")
+    add_llm(q, "the model of a model-driven method (leka, direct, codeloop); the same as --option llm= (and "
+               "--base-url as --option base_url=)")
     q.add_argument("--trials", type=int, default=5, help="correctness trials per sample (default 5)")
     q.add_argument("--no-measure", action="store_true", help="correctness only")
-    q.add_argument("--resume", metavar="RUN", help="continue RUN: repeats no finished sample, keeps its settings; its task folders "
-                   "(--tasks) and proposer (--option llm/base_url) are given again as at the start, never read "
-                   "from the store")
+    add_resume(q, "a bench run: repeats no finished sample, keeps its settings; its task folders (--tasks) and "
+                  "proposer (--llm/--base-url) are given again as at the start, never read from the store")
+    add_json(q, "the run's summary (metrics, samples, where they ran)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
-    q.add_argument("--quiet", action="store_true", help="no progress bar")
+    q.add_argument("--quiet", action="store_true",
+                   help="no progress display (a live table of samples per node on a terminal, a line per sample "
+                        "otherwise)")
     q.add_argument("--remote", nargs="?", const="", metavar="STORE",
                    help="--method leka measured on a host reachable only by files (a GPU box): attempts pause on "
                         "their measurements; `leka remote batch/ingest` carry each round, `--resume RUN` goes on. "
@@ -98,23 +101,26 @@ def _add_result_parsers(bsub) -> None:
 
     q = bsub.add_parser("report", help="Markdown + self-contained HTML report of a run, or of runs side by side")
     q.add_argument("run", nargs="+", help="run id (a unique prefix is enough); several: a side-by-side comparison")
-    q.add_argument("--out", help="output folder (default .leka/reports/RUN, or .leka/reports/compare-A-vs-B)")
+    add_out(q, "output folder (default .leka/reports/RUN, or .leka/reports/compare-A-vs-B)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    add_json(q, "the report's data and the files written")
     q.set_defaults(func=cmd_report)
 
     q = bsub.add_parser("compare", help="runs side by side in the terminal (summary and per task)")
     q.add_argument("run", nargs="+", help="two or more run ids (unique prefixes are enough)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    add_json(q, "the comparison (summary and per-task rows)")
     add_output_flags(q)
     q.set_defaults(func=cmd_compare)
 
     q = bsub.add_parser("export", help="export a run's samples as JSONL or CSV, or its kernels as TVMScript files")
     q.add_argument("run", help="run id (a unique prefix is enough)")
     q.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
-    q.add_argument("--out", help="file (default: stdout)")
+    add_out(q, "file (default: stdout)")
     q.add_argument("--scripts", metavar="DIR", help="instead: write each sample's final kernel as DIR/TASK.N.py "
                                                     "with its `# leka:` header (`leka eval` re-checks it)")
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
+    add_json(q, "a summary of what was written (without -o/--scripts: the samples as one JSON list)")
     q.set_defaults(func=cmd_export)
 
 
@@ -163,20 +169,14 @@ def cmd_stats(args) -> int:
     if args.json:
         print(json.dumps(s, indent=1))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from .tables import Col, output_mode, render
 
-    c = Console()
-    c.print(f"[bold]{s['workloads']}[/] workloads, [bold]{s['patterns']}[/] patterns")
+    mode = output_mode(args)
+    print(f"{s['workloads']} workloads, {s['patterns']} patterns")
     for key in ("levels", "domains", "dtypes"):
-        t = Table(title=key)
-        t.add_column(key[:-1])
-        t.add_column("workloads", justify="right")
-        if key == "levels":
-            t.add_column("patterns", justify="right")
-        for k, v in s[key].items():
-            t.add_row(k, str(v), *([str(s["patterns_by_level"][k])] if key == "levels" else []))
-        c.print(t)
+        cols = [Col(key[:-1], "id"), Col("workloads", "num")] + ([Col("patterns", "num")] if key == "levels" else [])
+        rows = [[k, str(v), *([str(s["patterns_by_level"][k])] if key == "levels" else [])] for k, v in s[key].items()]
+        render(key, cols, rows, mode)
     return 0
 
 

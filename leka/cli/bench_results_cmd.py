@@ -38,7 +38,15 @@ def cmd_report(args) -> int:
     else:
         out = Path(args.out) if args.out else store.path.parent / "reports" / runs[0]
         md, html = write_report(store, runs[0], out)
-    print(f"wrote {md} and {html}")
+    if not args.json:
+        print(f"wrote {md} and {html}")
+        return 0
+    from leka.bench import metrics
+
+    from .grammar import print_json
+
+    print_json({"runs": runs, "md": str(md), "html": str(html),
+                "summary": {r: metrics.summarize(store.samples(r)).to_json() for r in runs}})
     return 0
 
 
@@ -52,12 +60,17 @@ def cmd_compare(args) -> int:
     if len(args.run) < 2:
         raise LekaError("compare needs two or more runs (one run: `leka bench report RUN`)")
     data = build_comparison(ResultStore(args.store), args.run)
+    if args.json:
+        from .grammar import print_json
+
+        print_json(data)
+        return 0
     mode = output_mode(args)
     letters = [chr(ord("A") + i) for i in range(len(data["runs"]))]
     short = ["tasks", "n", "Correct@1", "Fast@1", "Fast@2", "geomean", "compile s"]  # COMPARE_SUMMARY_HEAD[3:]
     render("summary", [Col("", "id")] + [Col(h, "num") for h in short],
            [[letter] + row[3:] for letter, row in zip(letters, data["summary"])], mode)
-    cols = [Col("task", "desc")] + [Col(letter, "id") for letter in letters]
+    cols = [Col("task", "name")] + [Col(letter, "id") for letter in letters]
     if len(letters) > 1:
         cols.append(Col(f"{letters[-1]}/A", "num"))
     render("speedup per task (median of correct samples vs each run's baseline)", cols, data["task_rows"], mode)
@@ -69,18 +82,31 @@ def cmd_compare(args) -> int:
 def cmd_export(args) -> int:
     from leka.bench.store import ResultStore
 
+    from .grammar import print_json
+
+    store = ResultStore(args.store)
     if args.scripts:
-        return _export_scripts(ResultStore(args.store), args.run, Path(args.scripts))
-    text = ResultStore(args.store).export(args.run, args.format)
+        written = _export_scripts(store, args.run, Path(args.scripts))
+        if args.json:
+            print_json({"run_id": store.get_run(args.run)["run_id"], "scripts": args.scripts, "written": written})
+        return 0
+    if args.json and not args.out:
+        print_json(store.samples(store.get_run(args.run)["run_id"]))
+        return 0
+    text = store.export(args.run, args.format)
     if args.out:
         Path(args.out).write_text(text)
         print(f"wrote {args.out}", file=sys.stderr)
+        if args.json:
+            run_id = store.get_run(args.run)["run_id"]
+            print_json({"run_id": run_id, "out": args.out, "format": args.format,
+                        "samples": len(store.samples(run_id))})
     else:
         sys.stdout.write(text)
     return 0
 
 
-def _export_scripts(store, run_ref: str, out: Path) -> int:
+def _export_scripts(store, run_ref: str, out: Path) -> int:  # the number of files written
     """Every stored sample source as a candidate file; baselines keep none (they are re-derivable)."""
     from leka.errors import LekaError
     from leka.kernel_export import safe_name, write_kernel
@@ -103,4 +129,4 @@ def _export_scripts(store, run_ref: str, out: Path) -> int:
                            if run["method"] in ("tvm-naive", "tvm-dlight", "onnxruntime") else "nothing to write"))
     print(f"wrote {written} kernel file(s) to {out}" + (f"; {without} sample(s) without a source" if without else ""),
           file=sys.stderr)
-    return 0
+    return written

@@ -1,5 +1,6 @@
 """`leka bench run`: a method on workloads (a new run, or --resume of a stored one), each sample stored as
-it finishes; the progress bar and the closing summary line."""
+it finishes; its progress (leka.executors.progress.FanoutProgress, as `experiment run` and the executors
+show it) and the closing summary line."""
 from __future__ import annotations
 
 import contextlib
@@ -53,7 +54,17 @@ def cmd_run(args) -> int:
           f"(store {store.path})", file=sys.stderr, flush=True)
     out = _execute(args, store, spec, method, target, budget)
     _print_summary(store, run_id, out, spec.options)
-    print(run_id)
+    if args.json:
+        from leka.bench import metrics
+
+        from .grammar import print_json
+
+        recs = store.samples(run_id)
+        print_json({"run_id": run_id, "method": spec.method, "target": target.name, "new_samples": out.done,
+                    "already_done": out.skipped_finished, "wall_s": out.wall_s, "stopped": out.stopped,
+                    "pending": out.pending, "summary": metrics.summarize(recs).to_json()})
+    else:
+        print(run_id)
     return ExitCode.BUDGET if out.stopped else ExitCode.OK
 
 
@@ -74,7 +85,7 @@ def _resume_spec(store: Any, args) -> _RunSpec:
     from leka.resume_guard import refuse_widening, resolved_paths
     from leka.tasks import get_task, load_task_folder
 
-    run = store.get_run(args.resume)
+    run = store.get_run(_resume_ref(store, args.resume))
     cfg = run["config"]
     given = _command_options(args)
     stored = cfg.get("options") if isinstance(cfg.get("options"), dict) else {}
@@ -87,6 +98,17 @@ def _resume_spec(store: Any, args) -> _RunSpec:
                     cfg)
     store.add_event(spec.run_id, "resumed", {"finished": len(store.finished_keys(spec.run_id))})
     return spec
+
+
+def _resume_ref(store: Any, resume: Any) -> str:
+    """--resume RUN as given; a bare --resume: the newest run of the store that has not finished."""
+    from .grammar import LATEST, latest_unfinished
+
+    if resume is not LATEST:
+        return resume
+    runs = [{"run_id": r["run_id"], "status": store.get_run(r["run_id"])["status"]}
+            for r in reversed(store.list_runs())]
+    return latest_unfinished(runs, {"finished"}, "bench run")
 
 
 def _new_spec(args) -> _RunSpec:
@@ -127,6 +149,7 @@ def _execute(args, store: Any, spec: _RunSpec, method: Any, target: Any, budget:
     from leka.bench.runner import run_benchmark
     from leka.evaluator import EvalConfig
     from leka.executors.base import evaluator_for
+    from leka.executors.progress import FanoutProgress
 
     run_id, tasks, samples, options = spec.run_id, spec.tasks, spec.samples, spec.options
     finished = store.finished_keys(run_id)
@@ -138,9 +161,9 @@ def _execute(args, store: Any, spec: _RunSpec, method: Any, target: Any, budget:
     # A finished run needs no evaluator worker (starting one costs a TVM import).
     ev = (evaluator_for(target, EvalConfig(trials=spec.trials, measure=spec.measure), spec.rpc)
           if todo and not options.get("remote_store") else contextlib.nullcontext())
-    with ev as evaluator, _Progress(len(tasks) * samples, args.quiet or not todo) as prog:
+    with ev as evaluator, FanoutProgress(len(tasks) * samples, len(finished), args.quiet or not todo) as prog:
         return run_benchmark(store, run_id, tasks, target, method, samples, evaluator, budget, options,
-                             on_sample=prog.update, on_start=prog.start)
+                             on_outcome=prog.update, on_event=prog.event)
 
 
 def _print_summary(store: Any, run_id: str, out: Any, options: dict[str, Any]) -> None:
@@ -200,45 +223,3 @@ def _remote_next(pending: int, store: str, run_id: str) -> None:
 
 def _pct(x) -> str:
     return "—" if x is None else f"{100 * x:.1f}%"
-
-
-class _Progress:
-    """A rich progress bar over samples (finished ones included on resume) under a line naming the task in
-    progress: a task id has its own line, so it is never cut to fit beside the bar."""
-
-    def __init__(self, total: int, quiet: bool) -> None:
-        self.total, self.quiet, self.correct, self.seen = total, quiet, 0, 0
-        self.now = "starting"
-
-    def __enter__(self) -> "_Progress":
-        if not self.quiet:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-            from rich.text import Text
-
-            outer = self
-
-            class _TwoLines(Progress):
-                def get_renderables(self):  # type: ignore[override]
-                    yield Text(outer.now, overflow="fold")
-                    yield self.make_tasks_table(self.tasks)
-
-            self.p = _TwoLines(TimeElapsedColumn(), BarColumn(bar_width=24), MofNCompleteColumn(),
-                               TextColumn("correct {task.fields[correct]}"), console=Console(stderr=True))
-            self.p.__enter__()
-            self.bar = self.p.add_task("bench", total=self.total, correct=0)
-        return self
-
-    def start(self, task, idx: int) -> None:
-        self.now = f"running {task.id}" + (f" #{idx}" if idx else "")
-
-    def update(self, task, idx: int, rec) -> None:
-        if rec is not None and rec.get("correct") is True:
-            self.correct += 1
-        if not self.quiet:
-            self.p.update(self.bar, advance=1, correct=self.correct)
-
-    def __exit__(self, *exc) -> None:
-        if not self.quiet:
-            self.now = "done" if exc[0] is None else "stopped"
-            self.p.__exit__(*exc)

@@ -3,13 +3,15 @@ from __future__ import annotations
 
 import json
 
+from .grammar import add_out
+
 
 def register(sub) -> None:
     p = sub.add_parser("gpu-bundle", help="build the runtime-only TVM bundle for a remote GPU host",
                        description="Build a runtime-only TVM (no compiler library) plus the apache-tvm-ffi wheel "
                                    "for the remote Python version and architecture, and gpu_runtime.py (nvcc "
                                    "compile callback). A job folder plus this bundle is all a GPU host needs.")
-    p.add_argument("-o", "--out", default=".gpu-bundle", help="bundle directory (replaced; default .gpu-bundle)")
+    add_out(p, "bundle directory (replaced; default .gpu-bundle)", default=".gpu-bundle")
     p.add_argument("--python", default="3.12", help="the remote host's Python version (default 3.12)")
     p.add_argument("--arch", default="x86_64", help="the remote host's CPU architecture: x86_64 or aarch64")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

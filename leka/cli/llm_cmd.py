@@ -29,6 +29,7 @@ def register(sub) -> None:
     q.set_defaults(func=cmd_status)
     q = verbs.add_parser("stop", help="stop the running servers (or the one on --port)")
     q.add_argument("--port", type=int)
+    q.add_argument("--json", action="store_true", help="print the servers stopped as JSON")
     q.set_defaults(func=cmd_stop)
 
     def no_verb(args) -> int:
@@ -98,12 +99,15 @@ def cmd_stop(args) -> int:
     from leka.llm.local import running_servers, stop_server
 
     servers = [s for s in running_servers() if args.port is None or s.port == args.port]
-    if not servers:
+    if not servers and not args.json:
         print("no local model server is running" + (f" on port {args.port}" if args.port else ""))
         return 0
     for s in servers:
         stop_server(s)
-        print(f"stopped {s.name} at {s.base_url} (pid {s.pid})")
+        if not args.json:
+            print(f"stopped {s.name} at {s.base_url} (pid {s.pid})")
+    if args.json:
+        print(json.dumps([{"name": s.name, "base_url": s.base_url, "pid": s.pid} for s in servers], indent=2))
     return 0
 
 

@@ -9,6 +9,7 @@ import os
 import sys
 
 from leka import __version__
+from leka.cli.grammar import GRAMMAR_TEXT
 from leka.errors import EXIT_CODES_TEXT, ExitCode, LekaError
 
 # Subcommand modules, in --help order. Each defines register(subparsers) and sets func=handler(args)->int.
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="leka",
         description="LEKA: layered edge kernel agent and EdgeKernelBench over Apache TVM 0.27.",
-        epilog=f"Run `leka COMMAND --help` for each command. Docs: docs/architecture.md\n\n{EXIT_CODES_TEXT}",
+        epilog=f"Run `leka COMMAND --help` for each command. Docs: docs/architecture.md\n\n{GRAMMAR_TEXT}\n\n"
+               f"{EXIT_CODES_TEXT}",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"leka {__version__}")

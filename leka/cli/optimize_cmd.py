@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from leka.executors.cli import add_executor_flags
 
+from .grammar import add_deprecated, add_json, add_llm, add_out, add_resume
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -25,12 +27,12 @@ def register(sub) -> None:
                "Exit status: 0 written, 1 the build disagrees with ONNX Runtime or fails even with no winner "
                "(nothing written), 2 bad input. Docs: docs/optimize.md",
         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
-    p.add_argument("model", help="ONNX model file")
+    p.add_argument("model", nargs="?", help="ONNX model file")
     p.add_argument("--target", default="host-cpu",
                    help="preset (host-cpu, cuda, opencl-pocl, rpi5, jetson-orin-nano, ...; `leka targets`) or a "
                         "TVM target dict as JSON; an llvm dict for this host's arch and mcpu (or none) is tuned and "
                         "timed like host-cpu (default host-cpu)")
-    p.add_argument("-o", "--out", metavar="OUT", help="artifact directory (default: MODEL's name + .leka; missing parent folders are made)")
+    add_out(p, "artifact directory (default: MODEL's name + .leka; missing parent folders are made)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=DxD...",
                    help="pin an input's dynamic dimensions, e.g. input=1x3x224x224 (repeatable)")
     p.add_argument("--budget", default="minutes=10",
@@ -40,15 +42,15 @@ def register(sub) -> None:
     p.add_argument("--method", default="leka",
                    help="tuning method: leka (default), tvm-dlight, metaschedule ... "
                         "(`leka bench run --method list` lists them)")
-    p.add_argument("--llm", metavar="PROVIDER:MODEL", help="model proposer for the leka method (default: offline)")
-    p.add_argument("--base-url", help="OpenAI-compatible server URL for --llm compat:MODEL")
+    add_llm(p, "model proposer of the leka method (default: the offline one)")
     p.add_argument("--jobs", type=int, default=1, help="kernels tuned in parallel worker processes (default 1)")
     p.add_argument("--db", metavar="PATH", help="tuning database (default .leka/tuning.db, or $LEKA_HOME/tuning.db)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the latest interrupted run of this model/target/method: finished kernels are "
-                        "not re-tuned, an interrupted agent run resumes from its checkpoint")
-    p.add_argument("--time", type=float, default=1.0, metavar="SECONDS",
+    add_resume(p, "an optimize run of this model/target/method: finished kernels are not re-tuned, an "
+                  "interrupted agent run resumes from its checkpoint")
+    p.add_argument("--time-s", type=float, default=1.0, metavar="S",
                    help="minimum seconds per build in the end-to-end latency comparison (0 skips it; default 1)")
+    add_deprecated(p, "--time", "--time-s", "time_s", float)
+    add_json(p, "the manifest (kernels, latencies, verification)")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--rpc", metavar="HOST:PORT:KEY",
                    help="measure the kernels on a remote device through a TVM RPC tracker (docs/targets.md)")
@@ -74,6 +76,9 @@ def run(args) -> int:
     from leka.optimize.pipeline import OptimizeOptions, optimize
     from leka.optimize.report import LATENCY_HEAD, latency_rows, summary_lines
 
+    from .grammar import file_before_resume, print_json
+
+    file_before_resume(args, "model", "the ONNX model file")
     if args.executor != "local" and args.jobs != 1:
         from leka.errors import LekaError
 
@@ -83,7 +88,7 @@ def run(args) -> int:
     try:
         opts = OptimizeOptions(model=args.model, target=args.target, out=args.out, shapes=list(args.shape),
                                budget=args.budget, method=args.method, llm=args.llm, base_url=args.base_url,
-                               jobs=args.jobs, db=args.db, resume=args.resume, time_s=args.time, quiet=args.quiet,
+                               jobs=args.jobs, db=args.db, resume=args.resume, time_s=args.time_s, quiet=args.quiet,
                                rpc=args.rpc, executor=executor, **_remote_options(args))
         manifest = optimize(opts)
     finally:
@@ -92,17 +97,23 @@ def run(args) -> int:
     from leka.optimize.pipeline import default_out
     from leka.optimize.remote import RemoteWaiting, next_steps
 
-    if isinstance(manifest, RemoteWaiting):
-        print("\n".join(next_steps(manifest, _again(args), _proposer_flags(args))))
-        return 0
-
     out = args.out or default_out(args.model)
+    if isinstance(manifest, RemoteWaiting):
+        steps = next_steps(manifest, _again(args), _proposer_flags(args))
+        if args.json:
+            print_json({"status": "waiting_for_remote", "next_steps": steps})
+        else:
+            print("\n".join(steps))
+        return 0
+    if args.json:
+        print_json({"status": "written", "out": str(out), "manifest": manifest})
+        return 0
     print("\n".join(summary_lines(manifest)))
     rows = latency_rows(manifest)
     if rows:
-        width = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(LATENCY_HEAD)]
-        for r in [LATENCY_HEAD, *rows]:
-            print("  ".join(c.ljust(w) for c, w in zip(r, width)))
+        from .tables import Col, render
+
+        render(None, [Col(LATENCY_HEAD[0], "id")] + [Col(h, "num") for h in LATENCY_HEAD[1:]], rows, "plain")
     print(f"artifact: {out}/ (model.so, manifest.json, report.md, report.html); run it: leka run {out} "
           "--inputs in.npz --outputs out.npz")
     return 0

@@ -1,24 +1,64 @@
-"""Tables for the terminal and for pipes: one description of the columns, three renderings.
+"""The one table writer: every table leka prints or writes (CLI tables, live views, the Markdown and HTML
+of `bench report`, `experiment run` and `optimize`) is rendered here, with its cells formatted by `fmt_cell`
+and long names shortened from the middle by `shorten_middle`.
 
-"rich": a boxed table that fits the terminal (80 columns and up): id columns are never split (no wrap;
-the longest id sets the column's minimum width), descriptions are cut with an ellipsis, free text
-wraps. "plain": aligned columns separated by two spaces, nothing cut (logs, `less`). "tsv": one line
-per row, tab-separated, header first (scripts). `--plain` and `--tsv` choose; when stdout is not a
-terminal, "plain" is the default.
+Terminal and pipes: one description of the columns (`Col`), three renderings. "rich": a boxed table that
+fits the terminal (80 columns and up): id columns are never split (no wrap; the longest id sets the
+column's minimum width), descriptions are cut with an ellipsis, free text wraps. "plain": aligned columns
+separated by two spaces, nothing cut (logs, `less`). "tsv": one line per row, tab-separated, header first
+(scripts). `--plain` and `--tsv` choose; when stdout is not a terminal, "plain" is the default.
+Files: `markdown` (a GitHub table) and `html_table`.
 """
 from __future__ import annotations
 
+import html
 import sys
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
-KINDS = ("id", "text", "desc", "num")
+KINDS = ("id", "text", "desc", "name", "num")
+MISSING = "—"  # no value (no baseline, nothing correct to time): never printed as 0
+
+
+def fmt_cell(x: Any, pct: bool = False) -> str:
+    """A metric as a table cell: MISSING for None, a fraction as a percentage, floats to 3 significant digits."""
+    if x is None:
+        return MISSING
+    if pct:
+        return f"{100 * x:.1f}%"
+    if isinstance(x, float):
+        return f"{x:.3g}"
+    return str(x)
+
+
+def shorten_middle(text: str, width: int) -> str:
+    """`text` in at most `width` characters, cut from the middle (`fused_mat…_add_relu`): the start and the
+    end of a name tell names apart, so both are kept."""
+    if len(text) <= width:
+        return text
+    if width < 3:
+        return text[:width]
+    tail = (width - 1) // 2
+    return text[:width - 1 - tail] + "…" + text[len(text) - tail:]
+
+
+def markdown_table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A GitHub Markdown table (a `|` inside a cell is escaped)."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def html_table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    h = "".join(f"<th>{html.escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{h}</tr></thead><tbody>{body}</tbody></table>"
 
 
 @dataclass(frozen=True)
 class Col:
     name: str
-    kind: str = "text"  # id: never split; text: wraps; desc: cut with an ellipsis; num: right-aligned
+    kind: str = "text"  # id: never split; text: wraps; desc: cut at the end; name: cut from the middle; num
     optional: bool = False  # left out (rightmost first) when the terminal is too narrow for every column
     want: int = 8  # desc/text: the width it needs before optional columns give way to it
 
@@ -54,7 +94,7 @@ def _flex_widths(cols: Sequence[Col], longest: list[int], width: int) -> dict[in
     """Widths of the desc/text columns once the id and number columns have theirs (never cut)."""
     fixed = sum(n for c, n in zip(cols, longest) if c.kind in ("id", "num"))
     # the narrowest first: what a short column does not need goes to the wide ones
-    flex = sorted((i for i, c in enumerate(cols) if c.kind in ("desc", "text")), key=lambda i: longest[i])
+    flex = sorted((i for i, c in enumerate(cols) if c.kind in ("desc", "name", "text")), key=lambda i: longest[i])
     room = width - fixed - 3 * len(cols) - 1  # "│ " + " " around each cell, one closing border
     out: dict[int, int] = {}
     for n, i in enumerate(flex):
@@ -95,12 +135,13 @@ def rich_table(title: str | None, cols: Sequence[Col], rows: Sequence[Sequence[A
     for i, c in enumerate(cols):
         if c.kind in ("id", "num"):
             t.add_column(c.name, no_wrap=True, min_width=longest[i], justify="right" if c.kind == "num" else "left")
-        elif c.kind == "desc":
+        elif c.kind in ("desc", "name"):
             t.add_column(c.name, no_wrap=True, overflow="ellipsis", width=flex[i])
         else:
             t.add_column(c.name, overflow="fold", min_width=min(flex[i], longest[i]), max_width=flex[i])
     for r in cells:
-        t.add_row(*(escape(x) for x in r))
+        t.add_row(*(escape(shorten_middle(x, flex[i]) if c.kind == "name" else x) for i, (x, c) in
+                    enumerate(zip(r, cols))))
     return t
 
 

@@ -11,6 +11,8 @@ def register(sub) -> None:
                        description="List target presets: name, TVM target (dict), runnable on this machine, "
                                    "and the hardware facts used for rooflines, prompts and memory budgets.")
     p.add_argument("--json", action="store_true", help="print a JSON list of presets")
+    p.add_argument("--wide", action="store_true", help="every column: also the notes (why a target cannot run here) "
+                                                      "and the TVM target (wider than 80 columns)")
     add_output_flags(p)
     p.set_defaults(func=run)
 
@@ -23,12 +25,16 @@ def run(args) -> int:
         print(json.dumps([p.to_json() for p in presets], indent=2))
         return 0
     cols = [Col("name", "id"), Col("family", "id"), Col("runnable", "id"), Col("GFLOP/s", "num"),
-            Col("GB/s", "num"), Col("notes", "text", want=24), Col("TVM target", "desc", optional=True)]
+            Col("GB/s", "num")]
+    if args.wide:
+        cols += [Col("notes", "text", want=24), Col("TVM target", "desc", optional=True)]
     rows = []
     for p in presets:
         tgt = {k: v for k, v in p.target.items() if k != "host"}
-        rows.append([p.name, p.family, "yes" if p.runnable else "no", str(p.facts.get("peak_fp32_gflops") or "-"),
-                     str(p.facts.get("mem_bw_gbs") or "-"), p.description if p.runnable else p.why_not_runnable,
-                     json.dumps(tgt)])
-    render("LEKA target presets (peak FP32 GFLOP/s, memory GB/s)", cols, rows, output_mode(args))
+        row = [p.name, p.family, "yes" if p.runnable else "no", str(p.facts.get("peak_fp32_gflops") or "-"),
+               str(p.facts.get("mem_bw_gbs") or "-")]
+        rows.append(row + ([p.description if p.runnable else p.why_not_runnable, json.dumps(tgt)] if args.wide
+                           else []))
+    render("LEKA target presets (peak FP32 GFLOP/s, memory GB/s)", cols, rows, output_mode(args),
+           caption=None if args.wide else "--wide: also why a target cannot run here, and its TVM target")
     return 0

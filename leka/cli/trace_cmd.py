@@ -5,12 +5,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .grammar import add_out
 from .tables import Col, add_output_flags, output_mode, render
 
-PATH_LEGEND = ("legend: step = the agent step that made the decision; speedup = the best kernel's speedup vs the "
-               "baseline before -> after it (search timings); bought = after / before; in kernel = whether the "
-               "final kernel still contains it (a decision replaced by a later one passes its credit on to it; "
-               "the per-layer product counts only what the final kernel contains).")
+PATH_LEGEND = ("legend: step = the agent step that made the decision; layer = the layer it changes (base: an "
+               "algorithm rewrite kept to build on); speedup = the best kernel's speedup vs the baseline before -> "
+               "after it (search timings); bought = after / before; kept = whether the final kernel still contains "
+               "it (a decision replaced by a later one passes its credit on to it; the per-layer product counts "
+               "only what the final kernel contains).")
 STEPS_LEGEND = ("legend: # = proposal index in its step; result = accepted (became the best), base (an algorithm "
                 "rewrite kept to build on), a speedup that was not enough, or the failure; route = the graph's "
                 "decision after the step -> the node it went to.")
@@ -25,8 +27,8 @@ def register(sub) -> None:
     p.add_argument("run", nargs="?", help="run id, or a unique prefix of one (see --list)")
     p.add_argument("--list", action="store_true", help="list recent runs")
     p.add_argument("--steps", action="store_true", help="also show every proposal of every step")
-    p.add_argument("--export", metavar="DIR", help="write every accepted decision's kernel (and best.py) as "
-                                                  "TVMScript files with their `# leka:` header")
+    add_out(p, "write every accepted decision's kernel (and best.py) into the folder PATH as TVMScript files "
+               "with their `# leka:` header", "--export")
     p.add_argument("--tasks", action="append", default=[], metavar="PATH",
                    help="with --export: the run's user task folders, as given to `leka tune` (never read from "
                         "the store)")
@@ -52,8 +54,8 @@ def run(args) -> int:
     from leka.agent.trace import contributions
 
     contrib = kernel_credit(contributions(steps), irs, best_ir)
-    if args.export:
-        _export(run_rec, irs, Path(args.export), args.tasks)
+    if args.out:
+        _export(run_rec, irs, Path(args.out), args.tasks)
     if args.json:
         final = {k: v for k, v in (run_rec.get("final") or {}).items() if k not in ("best_ir", "eval")}
         print(json.dumps({"run": dict(run_rec, final=final or None), "contributions": contrib,
@@ -74,44 +76,73 @@ def _list(store: Any, args: Any) -> int:
     rows = []
     for r in runs:
         sp = (r["final"] or {}).get("speedup")
-        rows.append([r["run_id"], r["status"], fmt_x(sp), r["task"],
-                     r["target"]])
+        rows.append([r["run_id"], r["status"], fmt_x(sp), r["task"], r["target"]])
     render(f"LEKA runs in {store.path} (newest first)", [Col("run", "id"), Col("status", "id"),
-                                                         Col("speedup", "num"), Col("task", "desc"),
+                                                         Col("speedup", "num"), Col("task", "name"),
                                                          Col("target", "desc")], rows, output_mode(args))
     return 0
 
 
-def _show(run_rec: dict[str, Any], steps: list[dict[str, Any]], contrib: dict[str, Any], mode: str,
-          show_steps: bool) -> None:
-    from rich.console import Console
+DECISION_WIDTH = 30  # the decision column in plain text: the whole table fits 80 columns
+SOURCE_HINTS = ("T.prim_func", "T.Buffer", "T.grid", "T.block", "T.axis", "def ", "import ", "@T.")
 
+
+def decision_line(summary: str, width: int = DECISION_WIDTH) -> str:
+    """A decision in one short line: the rule that made it and its first change (`cpu.tile: split(...) +2`);
+    an algorithm rewrite, whose summary is the new kernel's source, is named by its size. The whole summary
+    stays in `--steps`, `--json` and `-o/--export`."""
+    from leka.errors import one_line
+
+    rule, sep, rest = summary.partition(": ")
+    if not sep or " " in rule or "(" in rule:
+        rule, rest = "", summary
+    parts = [x.strip() for x in rest.split("; ") if x.strip()]
+    if any(h in rest for h in SOURCE_HINTS):
+        text = f"new kernel source ({len(parts)} lines)"
+    else:
+        text = (parts[0] if parts else rest) + (f" +{len(parts) - 1}" if len(parts) > 1 else "")
+    return one_line(f"{rule}: {text}" if rule else text, width)
+
+
+def _path_rows(contrib: dict[str, Any]) -> list[list[str]]:
     from leka.agent.progress import fmt_x
 
-    console = Console(highlight=False)
-    say = (lambda text: console.print(text, markup=False)) if mode == "rich" else print
     rows = []
-    prompts = any(p.get("prompt_hash") for p in contrib["path"])
     for p in contrib["path"]:
-        text = p["summary"] + (f" -- {p['rationale']}" if p.get("rationale") and p["rationale"] not in p["summary"]
-                               else "")
         inside = {True: "yes", False: "no", None: "?"}[p.get("in_kernel")]
-        layer = p.get("credited_layer") or p["layer"]
-        layer += f" ({p['layer']} step)" if layer != p["layer"] else ""
-        rows.append([str(p["step"]), layer + (" (base)" if p["kind"] == "base" else ""), text,
+        layer = (p.get("credited_layer") or p["layer"]) + (" base" if p["kind"] == "base" else "")
+        rows.append([str(p["step"]), layer, decision_line(p["summary"]),
                      f"{fmt_x(p['speedup_before'])}->{fmt_x(p['speedup_after'])}",
-                     fmt_x(p["ratio"]) if p["speedup_before"] else "—", inside]
-                    + ([(p.get("prompt_hash") or "-")[:12]] if prompts else []))
-    cols = [Col("step", "num"), Col("layer", "id"), Col("decision"), Col("speedup", "id"), Col("bought", "num"),
-            Col("in kernel", "id")] + ([Col("prompt", "id")] if prompts else [])
-    title = (f"LEKA {run_rec['run_id']}: {run_rec['task']} on {run_rec['target']} ({run_rec['proposer']}, "
-             f"{run_rec['status']})")
-    render(title, cols, rows, mode, console)
+                     fmt_x(p["ratio"]) if p["speedup_before"] else "—", inside])
+    return rows
+
+
+PATH_COLS = [Col("step", "num"), Col("layer", "id"), Col("decision", "desc", want=20), Col("speedup", "id"),
+             Col("bought", "num"), Col("kept", "id")]
+
+
+def _show(run_rec: dict[str, Any], steps: list[dict[str, Any]], contrib: dict[str, Any], mode: str,
+          show_steps: bool) -> None:
+    import textwrap
+
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if mode == "rich":
+        def say(text: str) -> None:
+            console.print(text, markup=False)
+    else:
+        def say(text: str) -> None:
+            print(textwrap.fill(text, 80, subsequent_indent="  ", break_on_hyphens=False))
+    rows = _path_rows(contrib)
+    title = f"LEKA {run_rec['run_id']}: {run_rec['task']} on {run_rec['target']}"
+    render(title, PATH_COLS, rows, mode, console)
+    say(f"proposer {run_rec['proposer']}, status {run_rec['status']}; the full decisions: --steps, --json, -o DIR")
     if not rows:
         say("no decision was accepted: the baseline definition is the answer")
     by = contrib["by_layer"]
-    say("by layer (in the final kernel): " + "  ".join(f"{k} {v:.2f}x" for k, v in by.items())
-        + f"  = {contrib['total']:.2f}x in search")
+    say("by layer (in the final kernel): " + "  ".join(f"{k} {v:.2f}x" for k, v in by.items()))
+    say(f"  = {contrib['total']:.2f}x in search")
     _say_final(say, run_rec)
     if mode == "rich":
         say(PATH_LEGEND)

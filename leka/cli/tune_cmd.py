@@ -4,6 +4,8 @@ from __future__ import annotations
 import json
 import sys
 
+from .grammar import LATEST, add_json, add_llm, add_out, add_resume, latest_unfinished
+
 
 def register(sub) -> None:
     p = sub.add_parser(
@@ -16,9 +18,7 @@ def register(sub) -> None:
                "from the last completed step. `leka trace RUN` shows the optimisation path.")
     p.add_argument("task", nargs="?", help="task id (omit with --resume)")
     p.add_argument("--target", default="host-cpu", help="preset name or TVM target dict as JSON (default host-cpu)")
-    p.add_argument("--llm", metavar="PROVIDER:MODEL",
-                   help="model proposer: openai:MODEL, anthropic:MODEL, compat:MODEL (with --base-url), replay:PATH")
-    p.add_argument("--base-url", help="OpenAI-compatible server URL for compat:MODEL (vLLM, Ollama, llama.cpp)")
+    add_llm(p)
     p.add_argument("--budget", help="limits, e.g. calls=20,tokens=200000,usd=2,compiles=200,measurements=64,minutes=10")
     p.add_argument("-k", type=int, default=2, help="proposals per step (default 2)")
     p.add_argument("--plateau", type=float, default=3.0, metavar="PCT",
@@ -41,12 +41,12 @@ def register(sub) -> None:
                    help="wall-clock bound of the whole run, finalize included (default: the budget's minutes "
                         "+ 60 s, else 1800 s)")
     p.add_argument("--tasks", action="append", default=[], metavar="PATH", help="extra user task file/folder")
-    p.add_argument("--resume", metavar="RUN", help="continue run RUN from its last checkpoint (give --tasks, --llm "
-                   "and --base-url again as at its start: they are never read from the store)")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="write the best kernel as TVMScript with its `# leka:` header (`leka eval FILE` re-checks it)")
+    add_resume(p, "a LEKA run, from its last checkpoint; give --tasks, --llm and --base-url again as at its "
+                  "start: they are never read from the store")
+    add_out(p, "write the best kernel to PATH as TVMScript with its `# leka:` header (`leka eval PATH` re-checks "
+               "it)", "--output")
     p.add_argument("--export-lib", metavar="FILE", help="build the best kernel for the target into a library (.so)")
-    p.add_argument("--json", action="store_true", help="print the final record as JSON on stdout")
+    add_json(p, "the final record")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--rpc", metavar="HOST:PORT:KEY",
                    help="measure on a remote device through a TVM RPC tracker (docs/targets.md)")
@@ -101,15 +101,25 @@ def run(args) -> int:
         print(f"leka tune: run {run_id}, proposer {label}", file=sys.stderr, flush=True)
 
     given = {"tasks_paths": args.tasks, "llm": args.llm, "base_url": args.base_url}
-    final = tune(opts, resume=args.resume, progress=progress, on_start=on_start, given=given)
+    final = tune(opts, resume=_resume_id(args.resume), progress=progress, on_start=on_start, given=given)
     if args.json:
         out = {k: v for k, v in final.items() if k not in ("best_ir", "eval")}
         print(json.dumps(out, indent=2, default=str))
     else:
         _print_human(final)
-    if args.output or args.export_lib:
-        _take_away(final, args.output, args.export_lib)
+    if args.out or args.export_lib:
+        _take_away(final, args.out, args.export_lib)
     return 0 if final.get("correct") else 1
+
+
+def _resume_id(resume):
+    """--resume RUN as given; a bare --resume: the newest run of this store that `leka tune` can continue."""
+    if resume is not LATEST:
+        return resume
+    from leka.agent.trace import TraceStore
+
+    runs = [r for r in TraceStore().list_runs() if not (r.get("options") or {}).get("bench_run")]
+    return latest_unfinished(runs, {"done"}, "LEKA run")
 
 
 def _refuse_graph(opts) -> None:

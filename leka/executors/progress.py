@@ -3,9 +3,11 @@ one plain line per finished sample when piped. Running counts come from the exec
 has started on a node), so queued samples are not counted as running anywhere."""
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from typing import Any
+
+from leka.cli.tables import Col
+from leka.progress import LiveView
 
 from .base import PLACED, SampleOutcome
 
@@ -18,16 +20,18 @@ def node_label(where: dict[str, Any] | None) -> str:
     return f"{host} ({node[:8]})" if host and host != node else node
 
 
-class FanoutProgress:
+class FanoutProgress(LiveView):
+    """Samples of one or more runs, here or on a cluster's nodes: a live table of running / done / failed per
+    node on a terminal, one line per finished sample otherwise (`bench run`, `experiment run`)."""
+
     def __init__(self, total: int, already: int, quiet: bool = False, live: bool | None = None) -> None:
-        self.total, self.already, self.quiet = total, already, quiet
-        self.live = sys.stderr.isatty() if live is None else live
+        super().__init__(quiet, live)
+        self.total, self.already = total, already
         self.done: Counter[str] = Counter()
         self.failed: Counter[str] = Counter()
         self.skipped = 0
         self.running_on: Counter[str] = Counter()
         self._placed: dict[str, str] = {}  # job key -> node, while it runs
-        self._live: Any = None
 
     @property
     def finished(self) -> int:
@@ -39,16 +43,14 @@ class FanoutProgress:
     def queued(self) -> int:
         return max(0, self.total - self.finished - self.running())
 
-    def table(self) -> Any:
-        from rich.table import Table
+    def frame(self) -> Any:
+        from leka.cli.tables import rich_table
 
-        t = Table(title=f"{self.finished}/{self.total} samples ({self.already} stored before), "
-                        f"{self.running()} running, {self.queued()} queued")
-        for col in ("node", "running", "done", "failed"):
-            t.add_column(col, justify="left" if col == "node" else "right")
-        for node in sorted(set(self.done) | set(self.failed) | set(self.running_on)):
-            t.add_row(node, str(self.running_on[node]), str(self.done[node]), str(self.failed[node]))
-        return t
+        title = (f"{self.finished}/{self.total} samples ({self.already} stored before), {self.running()} running, "
+                 f"{self.queued()} queued")
+        rows = [[node, str(self.running_on[node]), str(self.done[node]), str(self.failed[node])]
+                for node in sorted(set(self.done) | set(self.failed) | set(self.running_on))]
+        return rich_table(title, COLS, rows, self.console.width)
 
     def event(self, key: str, kind: str, payload: Any) -> None:
         """An executor's event: PLACED (payload: where the job started) counts it as running on that node."""
@@ -57,8 +59,7 @@ class FanoutProgress:
         node = node_label(payload)
         self._placed[key] = node
         self.running_on[node] += 1
-        if self._live is not None:
-            self._live.update(self.table())
+        self.redraw()
 
     def _ended(self, o: SampleOutcome) -> None:
         node = self._placed.pop(o.spec.job_key(), None)
@@ -67,35 +68,25 @@ class FanoutProgress:
             if not self.running_on[node]:
                 del self.running_on[node]
 
-    def __enter__(self) -> "FanoutProgress":
-        if not self.quiet and self.live:
-            from rich.console import Console
-            from rich.live import Live
-
-            self._live = Live(self.table(), console=Console(stderr=True), refresh_per_second=2)
-            self._live.__enter__()
-        return self
-
     def update(self, o: SampleOutcome) -> None:
         self._ended(o)
-        if o.not_applicable is not None:
-            self.skipped += 1
+        if o.not_applicable is not None or o.pending or o.stopped is not None:
+            self.skipped += 1  # nothing stored: not applicable, waiting for a remote round, or the budget ran out
+            self.redraw()
             return
         node = node_label(o.record.get("where"))
         ok = o.record.get("failure") is None
         (self.done if ok else self.failed)[node] += 1
-        if self._live is not None:
-            self._live.update(self.table())
-        elif not self.quiet:
-            state = "ok" if ok else f"failed ({o.record.get('failure')})"
-            now = ", ".join(f"{n} {c}" for n, c in sorted(self.running_on.items()))
-            print(f"[{self.finished}/{self.total}] {o.spec.task_id} #{o.spec.sample_idx} on {node}: {state}"
-                  + (f" (running: {now})" if now else ""),
-                  file=sys.stderr, flush=True)
+        self.redraw()
+        sp = o.record.get("speedup")
+        state = ("ok" + (f" {sp:.2f}x" if isinstance(sp, (int, float)) else "")) if ok else \
+            f"failed ({o.record.get('failure')})"
+        now = ", ".join(f"{n} {c}" for n, c in sorted(self.running_on.items()))
+        self.line(f"[{self.finished}/{self.total}] {o.spec.task_id} #{o.spec.sample_idx} on {node}: "
+                  f"{state}" + (f" (running: {now})" if now else ""))
 
-    def __exit__(self, *exc: Any) -> None:
-        if self._live is not None:
-            self._live.__exit__(*exc)
+
+COLS = [Col("node", "desc", want=16), Col("running", "num"), Col("done", "num"), Col("failed", "num")]
 
 
 def where_summary(records: list[dict[str, Any]]) -> list[tuple[str, str, int, int]]:

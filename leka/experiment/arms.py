@@ -73,13 +73,13 @@ def arm_row(label: str, records: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def arm_cells(row: dict[str, Any]) -> list[str]:
-    from leka.bench.report import _fmt
+    from leka.cli.tables import fmt_cell
 
     low, high = row["ci"]
     ci = f"{low:.2f}-{high:.2f}" if low is not None else "-"
     positions = " ".join(f"{p}:{n}" for p, n in row["positions"].items()) or "-"
-    return [row["arm"], row["proposer"], str(row["tasks"]), str(row["samples"]), _fmt(row["Correct@1"], True),
-            _fmt(row["Correct@3"], True), _fmt(row["Fast@1.0"], True), _fmt(row["geomean"]), ci,
+    return [row["arm"], row["proposer"], str(row["tasks"]), str(row["samples"]), fmt_cell(row["Correct@1"], True),
+            fmt_cell(row["Correct@3"], True), fmt_cell(row["Fast@1.0"], True), fmt_cell(row["geomean"]), ci,
             f"{row['calls']:.0f}", f"{row['tokens']:.0f}", f"{row['minutes']:.1f}", positions]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from leka.bench import metrics
-from leka.bench.report import _fmt, _html_table, _md_table
+from leka.cli.tables import fmt_cell, html_table, markdown_table
 
 from .arms import ARM_HEAD, arm_cells, arm_row, model_line, png_b64, positions_plot
 
@@ -55,8 +55,8 @@ def table_rows(groups: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 def _cells(row: dict[str, Any]) -> list[str]:
     sp = row["spent"]
-    return ([row["method"], row["backend"], row["level"], str(row["tasks"]), _fmt(row["Correct@1"], True)]
-            + [_fmt(row[f"Fast@{p}"], True) for p in FAST_PS] + [_fmt(row["geomean"]), row["proposer"]]
+    return ([row["method"], row["backend"], row["level"], str(row["tasks"]), fmt_cell(row["Correct@1"], True)]
+            + [fmt_cell(row[f"Fast@{p}"], True) for p in FAST_PS] + [fmt_cell(row["geomean"]), row["proposer"]]
             + [f"{sp[k]:.1f}" if k == "minutes" else f"{sp[k]:.0f}" for k in SPENT_KINDS])
 
 
@@ -84,8 +84,8 @@ TUNING_HEAD = ["target", "layer", "variant", "Fast@1.0", "geomean", "Correct@1",
 
 
 def _tuning(tuning: dict[str, Any]) -> tuple[list[list[str]], str]:
-    rows = [[t["target"], t["layer"], t["variant"], _fmt(t["Fast@1.0"], True), _fmt(t.get("geomean")),
-             _fmt(t["Correct@1"], True), str(t["tasks"]), t["run_id"]] for t in tuning["trials"]]
+    rows = [[t["target"], t["layer"], t["variant"], fmt_cell(t["Fast@1.0"], True), fmt_cell(t.get("geomean")),
+             fmt_cell(t["Correct@1"], True), str(t["tasks"]), t["run_id"]] for t in tuning["trials"]]
     chosen = "; ".join(f"{tg}: " + ", ".join(f"{layer}={v}" for layer, v in ch.items())
                        for tg, ch in tuning["chosen"].items())
     return rows, (f"Chosen prompt variants (highest Fast@1.0 on {tuning['dev_split']}; ties: higher geomean, "
@@ -96,14 +96,14 @@ def _tuning_md(tuning: dict[str, Any] | None) -> list[str]:
     if not tuning:
         return []
     rows, text = _tuning(tuning)
-    return ["## Prompt tuning (on the dev split)", "", _md_table(TUNING_HEAD, rows), "", text, ""]
+    return ["## Prompt tuning (on the dev split)", "", markdown_table(TUNING_HEAD, rows), "", text, ""]
 
 
 def _tuning_html(tuning: dict[str, Any] | None) -> str:
     if not tuning:
         return ""
     rows, text = _tuning(tuning)
-    return "<h2>Prompt tuning (on the dev split)</h2>" + _html_table(TUNING_HEAD, rows) + f"<p>{html.escape(text)}</p>"
+    return "<h2>Prompt tuning (on the dev split)</h2>" + html_table(TUNING_HEAD, rows) + f"<p>{html.escape(text)}</p>"
 
 
 def write_experiment_report(cfg: Any, store: Any, result: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
@@ -128,10 +128,10 @@ def write_experiment_report(cfg: Any, store: Any, result: dict[str, Any], out_di
                 "correct, else the baseline at 1.0x) with a bootstrap 95 % interval over tasks; calls, tokens "
                 "and wall minutes summed over the attempts; picks by the menu position they were shown at.")
     md = [first, "", f"# {title}", "", note, "", "## Arms", "", arm_note, "",
-          _md_table(ARM_HEAD, [arm_cells(r) for r in arms]), "", "## By backend and level", "",
-          _md_table(HEAD, [_cells(r) for r in rows]), "",
+          markdown_table(ARM_HEAD, [arm_cells(r) for r in arms]), "", "## By backend and level", "",
+          markdown_table(HEAD, [_cells(r) for r in rows]), "",
           *_tuning_md(result.get("tuning")), "## Runs (leka bench report RUN for each)", "",
-          _md_table(["method", "name", "options", "run"], runs), ""]
+          markdown_table(["method", "name", "options", "run"], runs), ""]
     paths = {"md": out / "table.md", "html": out / "report.html", "json": out / "results.json"}
     paths["md"].write_text("\n".join(md))
     css = "body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;" \
@@ -140,11 +140,11 @@ def write_experiment_report(cfg: Any, store: Any, result: dict[str, Any], out_di
     paths["html"].write_text(
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{css}</style>"
         f"</head><body><p><b>{html.escape(first)}</b></p><h1>{html.escape(title)}</h1><p>{html.escape(note)}</p>"
-        + f"<h2>Arms</h2><p>{html.escape(arm_note)}</p>" + _html_table(ARM_HEAD, [arm_cells(r) for r in arms])
+        + f"<h2>Arms</h2><p>{html.escape(arm_note)}</p>" + html_table(ARM_HEAD, [arm_cells(r) for r in arms])
         + (f"<img alt='picks by position' src='data:image/png;base64,{bias}'>" if (bias := positions_plot(arms)) else "")
-        + "<h2>By backend and level</h2>" + _html_table(HEAD, [_cells(r) for r in rows])
+        + "<h2>By backend and level</h2>" + html_table(HEAD, [_cells(r) for r in rows])
         + f"<h2>Fast@p</h2><img alt='Fast@p' src='data:image/png;base64,{_plot(groups)}'>" + tuning_html
-        + "<h2>Runs</h2>" + _html_table(["method", "name", "options", "run"], runs) + "</body></html>")
+        + "<h2>Runs</h2>" + html_table(["method", "name", "options", "run"], runs) + "</body></html>")
     paths["json"].write_text(json.dumps({"model": first, "config": cfg.to_json(), "arms": arms, "rows": rows,
                                          "tuning": result.get("tuning"),
                                          "runs": [p.__dict__ for p in result["runs"]]}, indent=1, default=str))

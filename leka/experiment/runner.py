@@ -96,10 +96,13 @@ class ExperimentRunner:
         if self.executor is not None:
             self.fan_out([p])
             return self.store.samples(p.run_id)
+        from leka.executors.progress import FanoutProgress
+
         target, tasks, method = self._open(p)
-        out = run_benchmark(self.store, p.run_id, tasks, target, method, self.cfg.samples, self._evaluator(target),
-                            Budget.parse(self.cfg.run_budget), p.options,
-                            on_sample=lambda task, idx, rec: self._progress(p, task, idx, rec))
+        with FanoutProgress(len(tasks) * self.cfg.samples, len(self.store.finished_keys(p.run_id))) as prog:
+            out = run_benchmark(self.store, p.run_id, tasks, target, method, self.cfg.samples,
+                                self._evaluator(target), Budget.parse(self.cfg.run_budget), p.options,
+                                on_outcome=prog.update, on_event=prog.event)
         self._said(p, out)
         return self.store.samples(p.run_id)
 
@@ -150,12 +153,6 @@ class ExperimentRunner:
     def _said(self, p: PlannedRun, out: Any) -> None:
         self.say(f"  {p.run_id}: {out.done} new samples, {out.skipped_finished} already done, {out.wall_s:.0f} s"
                  + (f"; stopped: {out.stopped}" if out.stopped else ""))
-
-    def _progress(self, p: PlannedRun, task: Any, idx: int, rec: dict[str, Any] | None) -> None:
-        if rec is not None:
-            speed = rec.get("speedup")
-            self.say(f"  {p.label} {task.id}#{idx}: {'correct' if rec.get('correct') else rec.get('failure')}"
-                     + (f" {speed:.2f}x" if isinstance(speed, (int, float)) else ""))
 
 
 def run_experiment(cfg: ExperimentConfig, store: Any, *, resume: bool = False, llm: str | None = None,

@@ -107,8 +107,19 @@ class TuningDB:
         self._db.execute("DELETE FROM winners WHERE kernel_key = ? AND target_key = ?", (kernel_key, tkey))
 
     # -- optimisation runs (for --resume) ---------------------------------------------------------
-    def start_run(self, model_sha: str, tkey: str, method: str, resume: bool) -> tuple[str, bool]:
-        """(run id, resumed?): with resume, the latest unfinished run of this model/target/method."""
+    def start_run(self, model_sha: str, tkey: str, method: str, resume: bool | str) -> tuple[str, bool]:
+        """(run id, resumed?): with resume, the latest unfinished run of this model/target/method (resume a
+        run id or a unique prefix of one: that run, which must be an unfinished one of them)."""
+        if isinstance(resume, str):
+            rows = self._db.execute("SELECT run_id FROM optimize_runs WHERE run_id LIKE ? AND model_sha = ? AND "
+                                    "target_key = ? AND method = ? AND status != 'done'",
+                                    (resume.replace("%", "") + "%", model_sha, tkey, method)).fetchall()
+            if len(rows) != 1:
+                from leka.errors import LekaError
+
+                raise LekaError(f"--resume {resume}: {'no' if not rows else 'more than one'} unfinished optimize "
+                                f"run of this model, target and method ({method}) has that id")
+            return rows[0]["run_id"], True
         if resume:
             row = self._db.execute("SELECT run_id FROM optimize_runs WHERE model_sha = ? AND target_key = ? AND "
                                    "method = ? AND status != 'done' ORDER BY created_at DESC LIMIT 1",

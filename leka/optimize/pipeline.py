@@ -37,7 +37,7 @@ class OptimizeOptions:
     base_url: str | None = None
     jobs: int = 1
     db: str | None = None
-    resume: bool = False
+    resume: bool | str | None = False  # True: the latest unfinished run; a str: that run id
     verify_sets: int = 4
     time_s: float = 1.0  # minimum seconds per build in the end-to-end latency comparison (0: skip it)
     quiet: bool = False

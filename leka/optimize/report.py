@@ -4,6 +4,8 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from leka.cli.tables import html_table, markdown_table
+
 
 def _x(v: Any) -> str:
     return f"{v:.2f}x" if isinstance(v, (int, float)) else "-"
@@ -49,11 +51,6 @@ def latency_rows(manifest: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _md_table(head: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
-
-
 def summary_lines(manifest: dict[str, Any]) -> list[str]:
     m = manifest
     lines = [f"model {m['model']['path']} (sha256 {m['model']['sha256'][:12]}, opset {m['model']['opset']}) "
@@ -81,23 +78,18 @@ def markdown(manifest: dict[str, Any]) -> str:
     threads = (manifest.get("latency_threads") or "-")
     parts = ["# leka optimize report", "", *[f"- {ln}" for ln in summary_lines(manifest)], "",
              "## Kernels (share of the default build's end-to-end time)", "",
-             _md_table(KERNEL_HEAD, kernel_rows(manifest)), ""]
+             markdown_table(KERNEL_HEAD, kernel_rows(manifest)), ""]
     if manifest.get("latency"):
         parts += [f"## End-to-end latency (builds interleaved over rounds, {threads} threads each)", "",
-                  _md_table(LATENCY_HEAD, latency_rows(manifest)), ""]
+                  markdown_table(LATENCY_HEAD, latency_rows(manifest)), ""]
     return "\n".join(parts)
 
 
 def html_page(manifest: dict[str, Any]) -> str:
-    def table(head: list[str], rows: list[list[str]]) -> str:
-        th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-        trs = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
-        return f"<table><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>"
-
     items = "".join(f"<li>{html.escape(ln)}</li>" for ln in summary_lines(manifest))
-    body = f"<h1>leka optimize report</h1><ul>{items}</ul><h2>Kernels</h2>{table(KERNEL_HEAD, kernel_rows(manifest))}"
+    body = f"<h1>leka optimize report</h1><ul>{items}</ul><h2>Kernels</h2>{html_table(KERNEL_HEAD, kernel_rows(manifest))}"
     if manifest.get("latency"):
-        body += f"<h2>End-to-end latency</h2>{table(LATENCY_HEAD, latency_rows(manifest))}"
+        body += f"<h2>End-to-end latency</h2>{html_table(LATENCY_HEAD, latency_rows(manifest))}"
     style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}")
     return f"<!doctype html><html><head><meta charset='utf-8'><title>leka optimize</title><style>{style}</style>" \

@@ -1,33 +1,33 @@
 """Live progress of `leka optimize`: one row per kernel (status, budget, result) and an overall line."""
 from __future__ import annotations
 
-import sys
 import time
 from collections import Counter
 from typing import Any
 
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
+from leka.cli.tables import Col, rich_table
+from leka.progress import LiveView
 
 from .profile import KernelProfile
 
 
-class OptimizeView:
-    """A rich live table on a terminal, plain lines otherwise (logs, CI)."""
+NAME_WIDTH = 22  # what a kernel name asks for before optional columns give way; cut from the middle
+# (leka.cli.tables "name" columns: fused_matm…_add_relu_3), both ends tell kernels apart
+
+
+COLS = [Col("kernel", "name", want=NAME_WIDTH), Col("calls", "num", optional=True), Col("share", "num"),
+        Col("default ms", "num", optional=True), Col("budget", "desc", optional=True, want=12),
+        Col("status", "desc", want=12), Col("result", "id")]
+
+
+class OptimizeView(LiveView):
+    """One row per kernel: a live table on a terminal, plain lines otherwise (logs, CI)."""
 
     def __init__(self, quiet: bool = False) -> None:
-        self.console = Console(stderr=True)
-        self.live_ok = sys.stderr.isatty() and not quiet
-        self.quiet = quiet
+        super().__init__(quiet)
         self.rows: dict[str, dict[str, Any]] = {}
         self.order: list[str] = []
-        self._live: Live | None = None
         self._t0 = time.monotonic()
-
-    def say(self, msg: str) -> None:
-        if not self.quiet:
-            self.console.print(msg, highlight=False)
 
     def kernels(self, profs: list[KernelProfile]) -> None:
         for p in profs:
@@ -60,19 +60,17 @@ class OptimizeView:
             result = f"{w.speedup:.2f}x" if w.source else "default kept"
             self.set(key, "done", result)
 
-    def _table(self) -> Table:
-        t = Table(title=f"leka optimize — {self._overall()}")
-        for col in ("kernel", "calls", "share", "default ms", "budget", "status", "result"):
-            t.add_column(col)
+    def frame(self) -> Any:
+        rows = []
         for key in self.order:
             r = self.rows[key]
             status = r["status"]
             if status == "tuning" and "started" in r:
                 el = int(time.monotonic() - r["started"])
                 status = f"tuning {el // 60}:{el % 60:02d}" + (f" on {r['node']}" if r.get("node") else "")
-            t.add_row(r["name"], str(r["weight"]), f"{100 * r['share']:.1f} %",
-                      f"{r['ms']:.4g}" if r["ms"] is not None else "-", r["budget"] or "-", status, r["result"])
-        return t
+            rows.append([r["name"], str(r["weight"]), f"{100 * r['share']:.1f} %",
+                         f"{r['ms']:.4g}" if r["ms"] is not None else "-", r["budget"] or "-", status, r["result"]])
+        return rich_table(f"leka optimize — {self._overall()}", COLS, rows, self.console.width)
 
     def _overall(self) -> str:
         tuned = [r for r in self.rows.values() if r["budget"] is not None or r["status"].startswith("db")]
@@ -83,19 +81,6 @@ class OptimizeView:
         return f"{done}/{len(tuned)} kernels decided, {el // 60}:{el % 60:02d} elapsed{on}"
 
     def _refresh(self, line: str | None) -> None:
-        if self._live is not None:
-            self._live.update(self._table())
-        elif line and not self.quiet:
-            self.console.print(f"  [{self._overall()}] {line}", highlight=False)
-
-    def __enter__(self) -> "OptimizeView":
-        if self.live_ok:
-            self._live = Live(self._table(), console=self.console, refresh_per_second=2)
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._live is not None:
-            self._live.update(self._table())
-            self._live.__exit__(*exc)
-            self._live = None
+        self.redraw()
+        if line:
+            self.line(f"  [{self._overall()}] {line}")
