@@ -151,6 +151,7 @@ def _execute(args, store: Any, spec: _RunSpec, method: Any, target: Any, budget:
     from leka.executors.base import evaluator_for
     from leka.executors.progress import FanoutProgress
 
+    assert spec.run_id is not None  # cmd_run creates the run before executing it
     run_id, tasks, samples, options = spec.run_id, spec.tasks, spec.samples, spec.options
     finished = store.finished_keys(run_id)
     todo = sum(1 for t in tasks for i in range(samples) if (t.id, spec.method, i) not in finished)

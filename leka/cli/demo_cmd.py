@@ -84,7 +84,7 @@ def _optimize_model(args, summary: dict) -> int:
     inputs = {i.name: np.random.default_rng(0).standard_normal(
         [d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
         for i in onnx.load(str(model)).graph.input}
-    np.savez(work / "inputs.npz", **inputs)
+    np.savez(work / "inputs.npz", allow_pickle=False, **inputs)
     print(f"== leka run {out} --inputs {work / 'inputs.npz'} -o {work / 'outputs.npz'} --check", flush=True)
     rc = subprocess.run(cli + ["run", str(out), "--inputs", str(work / "inputs.npz"), "-o",
                                str(work / "outputs.npz"), "--check"], stdout=_child_stdout(args)).returncode

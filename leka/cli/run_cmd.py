@@ -57,7 +57,7 @@ def run(args) -> int:
         outs = art.run(arrays)
         report["outputs"] = {k: {"dtype": str(v.dtype), "shape": list(v.shape)} for k, v in outs.items()}
         if args.out:
-            np.savez(args.out, **outs)
+            np.savez(args.out, allow_pickle=False, **outs)
             report["out"] = args.out
             say(f"wrote {', '.join(outs)} to {args.out}")
         else:

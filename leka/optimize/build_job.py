@@ -157,7 +157,7 @@ def main(job_path: str) -> int:
         n_sets = int(job["n_sets"])
         outs = {f"{s}:{i}": o for s in range(n_sets)
                 for i, o in enumerate(run_opt([arrays[f"{s}:{n}"] for n in names]))}
-        np.savez(job["outputs"], **outs)
+        np.savez(job["outputs"], allow_pickle=False, **outs)
         if job.get("time"):
             runners = {"optimized": run_opt,
                        "tvm-naive": _vm_runner(compile_model(fused, preset)),

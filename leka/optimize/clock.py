@@ -36,6 +36,7 @@ class WholeRun:
         return None if self.deadline is None else self.deadline - self._clock()
 
     def over(self, stage: str) -> OptimizeError:
+        assert self.minutes is not None  # only a bounded clock runs over
         return OptimizeError(f"--budget minutes={self.minutes:g} does not fit this model: {stage} reached "
                              f"{self.elapsed():.1f} s of the whole run's {self.minutes * 60:.0f} s (import, "
                              "profiling, tuning and the build all count); nothing written, raise minutes")
@@ -50,7 +51,7 @@ class WholeRun:
         """Run a stage in this process under the deadline (a timer where signals can be used: main thread)."""
         left = self.left_s()
         use_timer = left is not None and threading.current_thread() is threading.main_thread()
-        if use_timer:
+        if use_timer and left is not None:
             if left <= 0:
                 raise self.over(stage)
 
@@ -76,7 +77,7 @@ class WholeRun:
         """Minutes left for tuning: what remains less the build's reserve (see MIN_COMPILE_S), estimated from
         `before_s`, the seconds import and profiling took; refuses a run whose build cannot fit."""
         left = self.left_s()
-        if left is None:
+        if left is None or self.minutes is None:  # both None together: an unbounded clock
             return None
         reserve = (3 if timed else 1) * max(MIN_COMPILE_S, before_s) + (4 * time_s if timed else 0.0)
         if left <= reserve:

@@ -60,7 +60,9 @@ def measured_by(w: Winner) -> dict[str, Any]:
 
     from leka import __version__
 
-    remote = w.detail.get("remote") if isinstance(w.detail.get("remote"), dict) else {}
+    remote = w.detail.get("remote")
+    if not isinstance(remote, dict):
+        remote = {}
     return {"host": platform.node(), "machine": platform.machine(), "leka": __version__, "method": w.method,
             "run": w.run_id, "device": remote.get("device") or "this host",
             "how": "re-measured at reuse" if "remeasured" in w.detail else "measured when tuned",

@@ -36,7 +36,8 @@ def build_manifest(opts: Any, loaded: Any, profs: list[KernelProfile], decisions
 
     from .pipeline import _threads, build_only_why
 
-    kernels, spent = [], {}
+    kernels: list[dict[str, Any]] = []
+    spent: dict[str, float] = {}
     for p in profs:
         w = decisions.get(p.spec.key)
         for kind, v in (spent_in(w, run_id) if w else {}).items():

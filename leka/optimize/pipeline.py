@@ -339,8 +339,8 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
     shutil.rmtree(work, ignore_errors=True)  # a failed try before this one (fallback.settle) left its own
     work.mkdir()
     runnable = preset.runnable and preset.family == "cpu"
-    np.savez(work / "inputs.npz", **{f"{s}:{i.name}": x for s, xs in enumerate(sets)
-                                     for i, x in zip(loaded.inputs, xs)})
+    np.savez(work / "inputs.npz", allow_pickle=False, **{f"{s}:{i.name}": x for s, xs in enumerate(sets)
+                                                         for i, x in zip(loaded.inputs, xs)})
     job = {"model": str(Path(loaded.path).resolve()), "shapes": opts.shapes,
            "target": preset.target if preset.name == "custom" else preset.name, "replace": replace,
            "export": str(tmp / LIBRARY), "inputs": str(work / "inputs.npz") if runnable else None,
@@ -369,5 +369,5 @@ def _write_check(tmp: Path, loaded: LoadedModel, sets: list[list[np.ndarray]],
                  expected: list[list[np.ndarray]]) -> None:
     """check/: the first input set and ONNX Runtime's outputs for it (`leka run OUT --check` on a device)."""
     (tmp / "check").mkdir()
-    np.savez(tmp / CHECK_INPUTS, **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
-    np.savez(tmp / CHECK_EXPECTED, **dict(zip(loaded.outputs, expected[0])))
+    np.savez(tmp / CHECK_INPUTS, allow_pickle=False, **{i.name: x for i, x in zip(loaded.inputs, sets[0])})
+    np.savez(tmp / CHECK_EXPECTED, allow_pickle=False, **dict(zip(loaded.outputs, expected[0])))

@@ -68,10 +68,9 @@ def profile(specs: list[KernelSpec], preset: Any) -> list[KernelProfile]:
         for p in profs:
             p.share = p.spec.weight / total_w
         return profs
-    profs = [KernelProfile(s, time_default(s, preset)) for s in specs]
-    total = sum(p.default_ms * p.spec.weight for p in profs) or 1.0
-    for p in profs:
-        p.share = p.default_ms * p.spec.weight / total
+    times = [time_default(s, preset) for s in specs]
+    total = sum(ms * s.weight for s, ms in zip(specs, times)) or 1.0
+    profs = [KernelProfile(s, ms, ms * s.weight / total) for s, ms in zip(specs, times)]
     return sorted(profs, key=lambda p: -p.share)
 
 
@@ -91,7 +90,7 @@ def split_budget(profs: list[KernelProfile], spec: str | None, quick: bool = Tru
     for p in small if quick and minutes else []:
         p.quick, p.quick_minutes = True, reserve / len(small)
     for p in eligible:
-        parts = []
+        parts: list[str] = []
         for kind in CHARGE_KINDS + ("minutes",):
             limit = whole.limits.get(kind)
             if limit is None:
@@ -100,11 +99,10 @@ def split_budget(profs: list[KernelProfile], spec: str | None, quick: bool = Tru
             if kind in INTEGER_KINDS:
                 amount = float(int(amount))
             if amount <= 0:
-                parts = None
                 p.why_not = f"its share of {kind} rounds to 0"
                 break
             parts.append(f"{kind}={amount:g}" if kind not in INTEGER_KINDS else f"{kind}={int(amount)}")
-        if parts is not None:
+        else:  # every limit gave it a share
             p.budget, p.why_not = ",".join(parts), ""
         searched = (minutes - reserve) * p.share / norm if minutes else None
         if quick and searched is not None and searched < MIN_SEARCH_MINUTES:

@@ -66,7 +66,8 @@ def _at_least(old: str, new: str) -> bool:
         a, b = Budget.parse(old).limits, Budget.parse(new).limits
     except Exception:  # an unparsable old spec: not evidence of a larger search
         return False
-    return all(a.get(k) is None or (b.get(k) is not None and b[k] <= a[k] * 1.001) for k in set(a) | set(b))
+    return all((was := a.get(k)) is None or ((now := b.get(k)) is not None and now <= was * 1.001)
+               for k in set(a) | set(b))
 
 
 def merge(old: Winner | None, new: Winner, tkey: str, db: TuningDB) -> Winner:

@@ -48,7 +48,7 @@ def warnings(latency: dict[str, Any] | None, host: dict[str, Any] | None) -> lis
                        "end-to-end figures may swing between runs (time again on an idle host)")
     wide = {n: spread(r) for n, r in latency.items() if isinstance(r, dict) and spread(r) > SPREAD_WARN}
     if wide:
-        worst = max(wide, key=wide.get)
+        worst = max(wide, key=lambda n: wide[n])
         out.append(f"spread across rounds up to {wide[worst]:.0%} ({worst}): differences smaller than that are "
                    "not decided by this timing")
     return out

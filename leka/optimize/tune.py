@@ -73,13 +73,14 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     final = samples[-1] if samples else None
     res = final.result if final is not None else {}
     meta = final.meta if final is not None else {}
-    ok = is_winner(res) and bool(final and final.source)
+    source = final.source if final is not None else None
+    ok = is_winner(res) and bool(source)
     detail = {"budget": job.budget, "spent": budget.spent(), "failure": res.get("failure"),
               "error": (res.get("error") or "")[:300], "search_speedup": meta.get("search_speedup"),
               "stop_reason": meta.get("stop_reason"), "correct": res.get("correct"),
               "measured_speedup": res.get("speedup"), "noise_floor": noise_floor(res),
               "how": search_how(job.budget, meta.get("stop_reason"))}
-    return Winner(job.spec.key, task.id, final.source if ok else None, res.get("speedup") if ok else None,
+    return Winner(job.spec.key, task.id, source if ok else None, res.get("speedup") if ok else None,
                   res.get("candidate_ms"), res.get("baseline_ms"), job.method, job.run_id,
                   meta.get("agent_run"), detail)
 
@@ -212,9 +213,10 @@ def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict
     # One fresh process per kernel (maxtasksperchild=1); a Pool, unlike ProcessPoolExecutor, can be terminated.
     pool = ctx.Pool(processes=max(1, jobs), maxtasksperchild=1)
     try:
-        running = {p.spec.key: (pool.apply_async(run_job, (TuneJob(p.spec, target, method, options, p.budget or "",
-                                                                   run_id, home, rpc, attempt), events)), [p])
-                   for p in todo}
+        running: dict[str, tuple[Any, list[KernelProfile]]] = {  # AsyncResults of a Winner or a quick pass's list
+            p.spec.key: (pool.apply_async(run_job, (TuneJob(p.spec, target, method, options, p.budget or "",
+                                                            run_id, home, rpc, attempt), events)), [p])
+            for p in todo}
         if quick:  # after the searched kernels: they matter more if the time runs out
             limit = None if any(p.quick_minutes is None for p in quick) else sum(p.quick_minutes or 0 for p in quick)
             job = QuickJob([p.spec for p in quick], target, run_id, home, limit, rpc, until)

@@ -114,5 +114,7 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: ConvAxes, kn: d
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     main = single_reduction(ctx)
-    axes = channel_axes(ctx, main) if main is not None else None
+    if main is None:
+        return None
+    axes = channel_axes(ctx, main)
     return tile_variants(ctx, main, axes, list(KNOBS), NAME, tile=build_tile) if axes is not None else None

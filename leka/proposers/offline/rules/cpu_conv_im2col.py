@@ -83,6 +83,8 @@ def rewrite(ctx: RuleContext, b: BlockInfo, width: int, pad_to: int) -> Candidat
     from ..algorithm.common import as_candidate, fresh_schedule
 
     cb = conv_block(ctx, b)
+    if cb is None:  # unreachable after im2col_axes (conv_axes needs the conv block); kept for direct callers
+        raise IRApplyError(f"im2col rewrite: {b.name} is not a conv block")
     sch = fresh_schedule(ctx)
     blk = sch.get_sblock(b.name)
     window = next(r for r in cb.reads if _sliding(r, cb.spatial, cb.reduce)).source.name
@@ -147,7 +149,9 @@ def build_gemm(sk: Sketch, ctx: RuleContext, b: BlockInfo, pixels: int, kn: dict
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     main = single_reduction(ctx)
-    axes = im2col_axes(ctx, main) if main is not None else None
+    if main is None:
+        return None
+    axes = im2col_axes(ctx, main)
     if axes is None:
         return None
     try:

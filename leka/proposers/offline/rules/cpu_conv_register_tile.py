@@ -168,7 +168,9 @@ def single_reduction(ctx: RuleContext) -> BlockInfo | None:
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     main = single_reduction(ctx)
-    axes = conv_axes(ctx, main) if main is not None else None
+    if main is None:
+        return None
+    axes = conv_axes(ctx, main)
     if axes is None:
         return None
     return tile_variants(ctx, main, axes, [k for k in KNOBS if k["pad"] != "at" or axes.pad_at_chunk], NAME)

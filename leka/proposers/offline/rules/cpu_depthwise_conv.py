@@ -54,5 +54,7 @@ def depthwise_axes(ctx: RuleContext, b: BlockInfo) -> ConvAxes | None:
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     main = single_reduction(ctx)
-    axes = depthwise_axes(ctx, main) if main is not None else None
+    if main is None:
+        return None
+    axes = depthwise_axes(ctx, main)
     return tile_variants(ctx, main, axes, list(KNOBS), NAME) if axes is not None else None

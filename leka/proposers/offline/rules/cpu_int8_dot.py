@@ -97,9 +97,10 @@ def match(block: Any) -> Match | None:
     if len(long) != 1 or not spatial or not store.indices[-1].same_as(spatial[-1].var):
         return None
     j, k = spatial[-1], long[0]
-    ops = [_operand(val.b.a), _operand(val.b.b)]
-    if None in ops:
+    left, right = _operand(val.b.a), _operand(val.b.b)
+    if left is None or right is None:
         return None
+    ops = [left, right]
     for (a, off), (b, boff) in (ops, ops[::-1]):
         if boff != 0 or any(_uses(i, j.var) for i in a.indices) or not any(_uses(i, k.var) for i in a.indices):
             continue

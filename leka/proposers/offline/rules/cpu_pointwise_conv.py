@@ -126,5 +126,7 @@ def finish_gemm_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, outer: list[str
 
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     main = single_reduction(ctx)
-    axes = pointwise_axes(ctx, main) if main is not None else None
+    if main is None:
+        return None
+    axes = pointwise_axes(ctx, main)
     return tile_variants(ctx, main, axes, list(KNOBS), NAME, tile=build_tile) if axes is not None else None

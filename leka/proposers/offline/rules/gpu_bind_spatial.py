@@ -2,6 +2,7 @@
 the extent, bind blockIdx.x / threadIdx.x; reduction loops stay inside each thread."""
 from __future__ import annotations
 
+import functools
 import math
 
 from leka.ir import CandidateIR, IRApplyError
@@ -103,7 +104,7 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
         # one; else one kernel per block as before
         for fuse in (True, False):
             ir = ctx.attempt(NAME, {"threads": prefer, **({"epilogue": True} if fuse else {})},
-                             lambda sk, prefer=prefer, fuse=fuse: _build(sk, ctx, prefer, fuse))
+                             functools.partial(_build, ctx=ctx, prefer=prefer, fuse=fuse))
             if ir is not None:
                 out.append(ir)
                 break
@@ -120,4 +121,6 @@ def _build(sk, ctx: RuleContext, prefer: int, fuse: bool) -> None:
         if b.name not in done and b not in epi:
             tx = bind_flat(sk, b, max_threads(ctx), prefer)
             if b is red and epi:
+                if tx is None:  # what a step on loop None did: TVM refused it, the variant dropped
+                    raise IRApplyError(f"{b.name}: no spatial loop to fuse the epilogue under")
                 fuse_epilogue(sk, red, epi, tx)

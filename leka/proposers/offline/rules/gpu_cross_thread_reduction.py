@@ -5,6 +5,8 @@ no reduction is long enough to share (fewer than 32 terms) or the outputs are fe
 gpu.shared_matmul's)."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from leka.ir import CandidateIR, IRApplyError
@@ -84,7 +86,7 @@ def apply(ctx: RuleContext) -> list[CandidateIR] | None:
 
         for fuse in (True, False):
             ir = ctx.attempt(NAME, {"threads": threads, **({"epilogue": True} if fuse else {})},
-                             lambda sk, per=per, fuse=fuse: _build(sk, ctx, reds, per, fuse))
+                             functools.partial(_build, ctx=ctx, reds=reds, per=per, fuse=fuse))
             if ir is not None:
                 out.append(ir)
                 break
