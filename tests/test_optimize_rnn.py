@@ -8,31 +8,9 @@ import numpy as np
 import pytest
 
 from leka.optimize import OptimizeError
+from tests.onnx_vs_ort import run_both
 
 SEQ, BATCH, IN, HID = 5, 2, 6, 8
-
-
-def run_both(path: Path, feeds: dict[str, np.ndarray], reference: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(ONNX Runtime's outputs, leka's build's outputs) of the model at `path` on `feeds`."""
-    import onnxruntime as ort
-    import tvm
-    from tvm import relax
-
-    from leka.optimize.build_job import compile_model
-    from leka.optimize.importer import import_model
-    from leka.targets import get_target
-
-    if reference:  # ONNX Runtime refuses e.g. layout=1 recurrent nodes: onnx's reference implementation
-        from onnx.reference import ReferenceEvaluator
-
-        want = ReferenceEvaluator(str(path)).run(None, feeds)
-    else:
-        want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
-    loaded, fused = import_model(path)
-    vm = relax.VirtualMachine(compile_model(fused, get_target("host-cpu")), tvm.cpu())
-    got = vm["main"](*[tvm.runtime.tensor(feeds[i.name]) for i in loaded.inputs])
-    got = [got] if not isinstance(got, (list, tuple)) and hasattr(got, "numpy") else list(got)
-    return want, [g.numpy() for g in got]
 
 
 def rnn_model(path: Path, op: str, direction: str = "forward", bias: bool = True, init_h: bool = False,

@@ -135,11 +135,12 @@ def to_relax(loaded: LoadedModel) -> Any:
     """The model as a Relax IRModule with weights as constants (unsupported operators named with a node)."""
     from tvm.relax.frontend.onnx import from_onnx
 
+    from .rewrite_quant import expand_qoperators
     from .rewrite_rnn import expand_rnns
 
     shape_dict = {i.name: list(i.shape) for i in loaded.inputs}
     dtype_dict = {i.name: i.dtype for i in loaded.inputs}
-    model = expand_rnns(loaded.model, shape_dict)
+    model = expand_qoperators(expand_rnns(loaded.model, shape_dict))
     _check_operators(model, loaded.path)
     try:
         model = fold_shape_arithmetic(model, shape_dict)
