@@ -79,3 +79,20 @@ def test_qdq_conv_within_one_step(tmp_path):
     # ORT fuses DQ -> Conv -> Q into an integer QLinearConv; TVM computes the float Conv: a value on a rounding
     # boundary may land one quantisation step (0.1) away
     assert np.abs(got - want).max() <= 0.1 + 1e-6
+
+
+@pytest.mark.parametrize("fmt", ["QDQ", "QOperator"])
+def test_ort_quantize_static_cnn_within_one_step(tmp_path, fmt):
+    """quantize_static's own output (QOperator: QLinearConv, QLinearMatMul, com.microsoft QLinearAdd and
+    QLinearGlobalAveragePool) within one step of the final DequantizeLinear's scale (measured: bit-exact)."""
+    import onnx
+
+    from leka.optimize.holdout_models import quantized_cnn
+
+    path = quantized_cnn(tmp_path / "q.onnx", fmt, size=16)
+    m = onnx.load(str(path))
+    last = m.graph.node[-1]
+    assert last.op_type == "DequantizeLinear"
+    step = float(next(numpy_helper.to_array(t) for t in m.graph.initializer if t.name == last.input[1]))
+    (want,), (got,) = run_both(path, {"image": RNG.standard_normal((1, 3, 16, 16)).astype(np.float32)})
+    assert np.abs(got - want).max() <= step * 1.0001

@@ -10,7 +10,9 @@ which is the order of operations of ONNX Runtime's kernels (an int32 accumulator
 so the result is bit-exact with it while every partial sum stays below 2**24 (float32's exact integers;
 |x - zp| * |w - zp| <= 255 * 255, so a reduction of up to ~258 terms always, and in practice far more).
 Per-channel weight scales and zero points (QLinearConv axis 0, QLinearMatMul per column) broadcast.
-ConvInteger likewise becomes Cast(Conv(float(x) - x_zp, float(w) - w_zp), int32).
+ConvInteger likewise becomes Cast(Conv(float(x) - x_zp, float(w) - w_zp), int32). ONNX Runtime's contrib
+QLinearAdd and QLinearGlobalAveragePool (NCHW) become the float computation on dequantised values, then
+QuantizeLinear: within one quantisation step of ONNX Runtime (its kernels round in a different order).
 """
 from __future__ import annotations
 
@@ -18,12 +20,14 @@ from typing import Any
 
 import numpy as np
 
-QUANT_OPS = ("QLinearConv", "QLinearMatMul", "ConvInteger", "QLinearAdd")
+QUANT_OPS = ("QLinearConv", "QLinearMatMul", "ConvInteger")
+CONTRIB_OPS = ("QLinearAdd", "QLinearGlobalAveragePool")  # com.microsoft, as quantize_static's QOperator emits
 
 
 def _ours(node: Any) -> bool:
-    if node.op_type == "QLinearAdd":
-        return node.domain == "com.microsoft"
+    if node.op_type in CONTRIB_OPS:
+        channels_last = any(a.name == "channels_last" and a.i for a in node.attribute)
+        return node.domain == "com.microsoft" and not channels_last
     return node.op_type in QUANT_OPS and node.domain in ("", "ai.onnx")
 
 
@@ -41,7 +45,7 @@ def expand_qoperators(model: Any) -> Any:
             continue
         b = _Emitter(f"{node.name or node.op_type + str(k)}/q")
         {"QLinearConv": _qlinear_conv, "QLinearMatMul": _qlinear_matmul, "ConvInteger": _conv_integer,
-         "QLinearAdd": _qlinear_add}[node.op_type](b, node, ranks)
+         "QLinearAdd": _qlinear_add, "QLinearGlobalAveragePool": _qlinear_gap}[node.op_type](b, node, ranks)
         nodes += b.nodes
         inits += b.inits
     out = onnx.ModelProto()
@@ -145,3 +149,9 @@ def _qlinear_add(b: _Emitter, node: Any, ranks: dict[str, int]) -> None:
     a, as_, azp, c, cs, czp, ys, yzp = _inputs(node, 8)
     s = b.emit("Add", [b.emit("Mul", [b.centred(a, azp), as_]), b.emit("Mul", [b.centred(c, czp), cs])])
     b.requantize(s, b.const(np.float32(1.0)), ys, yzp, node.output[0])
+
+
+def _qlinear_gap(b: _Emitter, node: Any, ranks: dict[str, int]) -> None:
+    """com.microsoft QLinearGlobalAveragePool (NCHW): mean(x - xzp) * xs, requantised to (ys, yzp)."""
+    x, xs, xzp, ys, yzp = _inputs(node, 5)
+    b.requantize(b.emit("GlobalAveragePool", [b.centred(x, xzp)]), xs, ys, yzp, node.output[0])
