@@ -49,10 +49,11 @@ def expand_rnns(model: Any, shapes: dict[str, list[int]]) -> Any:
         if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
             consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
     opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    used = {i for n in model.graph.node for i in n.input} | {o.name for o in model.graph.output}
     nodes, inits = [], []
     for k, node in enumerate(model.graph.node):
         if node.op_type in RNN_OPS and node.domain in ("", "ai.onnx"):
-            b = _Builder(node, k, consts, dims, opset)
+            b = _Builder(node, k, consts, dims, opset, used)
             b.expand()
             nodes += b.nodes
             inits += b.inits
@@ -69,9 +70,10 @@ def expand_rnns(model: Any, shapes: dict[str, list[int]]) -> Any:
 class _Builder:
     """The replacement nodes and initializers of one recurrent node."""
 
-    def __init__(self, node: Any, index: int, consts: dict, dims: dict, opset: int) -> None:
+    def __init__(self, node: Any, index: int, consts: dict, dims: dict, opset: int, used: set[str]) -> None:
         from onnx import helper
 
+        self.used = used  # names some node or graph output reads: outputs nobody reads are not built
         self.node, self.op, self.consts, self.opset = node, node.op_type, consts, opset
         self.prefix = f"{node.name or node.op_type.lower() + str(index)}/unrolled"
         self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -259,7 +261,7 @@ class _Builder:
 
     def _outputs(self, results: list[tuple[list[str], str, str]], layout: int) -> None:
         """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first)."""
-        outs = list(self.node.output) + [""] * 3
+        outs = [o if o in self.used else "" for o in self.node.output] + [""] * 3
         shape1 = self.const(np.array([1, self.batch, self.hidden], np.int64), "shape")
         shape2 = self.const(np.array([1, 1, self.batch, self.hidden], np.int64), "shape")
 
