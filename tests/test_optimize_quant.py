@@ -42,9 +42,12 @@ def test_qlinearconv_bit_exact(tmp_path, per_channel):
     assert_exact(*run_both(path, {"x": RNG.integers(0, 256, (1, 3, 16, 16), np.uint8)}))
 
 
-def test_qlinearmatmul_and_qlinearadd_bit_exact(tmp_path):
+@pytest.mark.parametrize("per_column", [False, True])
+def test_qlinearmatmul_and_qlinearadd_bit_exact(tmp_path, per_column):
+    ws = RNG.uniform(0.005, 0.02, 16).astype(np.float32) if per_column else np.float32(0.01)
+    wzp = RNG.integers(-3, 4, 16).astype(np.int8) if per_column else np.int8(0)
     inits = [c("as", np.float32(0.03)), c("azp", np.int8(-5)), c("w", RNG.integers(-127, 128, (32, 16), np.int8)),
-             c("ws", np.float32(0.01)), c("wzp", np.int8(0)), c("ys", np.float32(0.2)), c("yzp", np.int8(7)),
+             c("ws", ws), c("wzp", wzp), c("ys", np.float32(0.2)), c("yzp", np.int8(7)),
              c("zs", np.float32(0.25)), c("zzp", np.int8(-3))]
     mm = helper.make_node("QLinearMatMul", ["a", "as", "azp", "w", "ws", "wzp", "ys", "yzp"], ["y"])
     add = helper.make_node("QLinearAdd", ["y", "ys", "yzp", "y", "ys", "yzp", "zs", "zzp"], ["z"],
