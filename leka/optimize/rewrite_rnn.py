@@ -1,9 +1,10 @@
 """LSTM, GRU and RNN nodes unrolled over their pinned sequence length into standard ONNX operators.
 
 TVM's Relax ONNX frontend has no recurrent operators, so before the import (importer.to_relax) each one is
-rewritten, ONNX to ONNX: one MatMul + Add for the input projection of every time step at once, then per step
-a Gather of that step, MatMul with the recurrent weights, the gate activations and the state update
-(Split, Mul, Add, Sub, Concat, Reshape), following the ONNX operator spec: gate orders iofc (LSTM), zrh
+rewritten, ONNX to ONNX: one MatMul + Add for the input projection of every time step at once, one Split of
+it into the steps, then per step a MatMul with the recurrent weights, Slices of the gates, the activations
+and the state update (Mul, Add, Sub; Concat, Reshape for the outputs): two or three kernel calls a step
+after fusion, each step's kernels the same PrimFuncs (tuned once). It follows the ONNX operator spec: gate orders iofc (LSTM), zrh
 (GRU), default activations, forward / reverse / bidirectional, optional B, initial_h, initial_c, P
 (peepholes), clip, GRU's linear_before_reset, layout 0 and 1. The weights must be constants (initializers
 or Constant nodes); sequence_lens, when given, must be a constant equal to the sequence length for every
@@ -80,6 +81,7 @@ class _Builder:
         self.nodes: list[Any] = []
         self.inits: list[Any] = []
         self._n = 0
+        self._ints: dict[tuple, str] = {}
         self.x_dims = dims.get(node.input[0], [])
 
     # -- small emitters --------------------------------------------------------------------------------
@@ -94,8 +96,13 @@ class _Builder:
     def const(self, value: np.ndarray, tag: str = "c") -> str:
         from onnx import numpy_helper
 
+        key = (value.dtype.str, value.shape, value.tobytes()) if value.dtype == np.int64 else None
+        if key in self._ints:  # slice bounds and shapes repeat across steps: one initializer each
+            return self._ints[key]
         n = self.name(tag)
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), n))
+        if key is not None:
+            self._ints[key] = n
+        self.inits.append(numpy_helper.from_array(np.array(value), n))  # np.array: ascontiguousarray makes 0-d 1-d
         return n
 
     def emit(self, op: str, inputs: list[str], n_out: int = 1, out: list[str] | None = None, **attrs) -> Any:
@@ -195,8 +202,11 @@ class _Builder:
         bias = wb + rb
         if self.op == "GRU":  # the h gate's recurrent bias stays with the recurrent term
             bias = np.concatenate([wb[:2 * hs] + rb[:2 * hs], wb[2 * hs:]])
-        xw = self.emit("MatMul", [x, self.const(w[d].T, "W")])
-        xw = self.emit("Add", [xw, self.const(bias.astype(self.dtype), "B")])
+        # every step's input projection at once, as rows t*batch .. (t+1)*batch of a 2-d [seq*batch, gates*hidden]
+        x2 = self.emit("Reshape", [x, self.const(np.array([self.seq * self.batch, -1], np.int64), "shape")])
+        xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(w[d].T, "W")]),
+                               self.const(bias.astype(self.dtype), "B")])
+        steps = self._split_rows(xw)
         rt = r[d].T
         h = self._initial(5, d)
         c = self._initial(6, d) if self.op == "LSTM" else ""
@@ -204,7 +214,7 @@ class _Builder:
         consts = self._step_consts(d, rt, rb)
         hs_out: list[str] = []
         for t in (range(self.seq - 1, -1, -1) if reverse else range(self.seq)):
-            xt = self.emit("Gather", [xw, self.const(np.array(t, np.int64), "t")], axis=0)
+            xt = [self.slice(steps[t], 0, self.batch, j) for j in range(g)]
             h, c = step(xt, h, c, consts, self.acts[d])
             hs_out.append(h)
         return (hs_out[::-1] if reverse else hs_out), h, c
@@ -222,17 +232,30 @@ class _Builder:
             out.update({k: self.const(p[d, j * hs:(j + 1) * hs], "P") for j, k in enumerate("iof")})
         return out
 
-    def _split(self, x: str, n: int) -> list[str]:
+    def _split_rows(self, xw: str) -> list[str]:
+        """xw [seq*batch, gates*hidden] as seq tensors [batch, gates*hidden]: one Split (one kernel call), so
+        every step reads the same structure (kernels dedup across steps; a slice at offset t*batch would make
+        each step's kernel distinct)."""
+        n = self.seq
         if n == 1:
-            return [x]
-        if self.opset >= 18:
-            return self.emit("Split", [x], n_out=n, axis=-1, num_outputs=n)
-        return self.emit("Split", [x], n_out=n, axis=-1)
+            return [xw]
+        attrs = {"num_outputs": n} if self.opset >= 18 else {}
+        return self.emit("Split", [xw], n_out=n, axis=0, **attrs)
 
-    def _lstm_step(self, xt: str, h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+    def slice(self, x: str, row0: int, row1: int, gate: int) -> str:
+        """x[row0:row1, gate*hidden:(gate+1)*hidden] of a 2-d x. Slices rather than Gather/Split: TVM fuses
+        these injective reads into the elementwise step that consumes them (a Split's tuple is a kernel of
+        its own), so a step is two or three kernel calls (the recurrent MatMul, the gate arithmetic)."""
+        hs = self.hidden
+        starts, ends, axes = [row0, gate * hs], [row1, (gate + 1) * hs], [0, 1]
+        if self.opset < 10:
+            return self.emit("Slice", [x], starts=starts, ends=ends, axes=axes)
+        return self.emit("Slice", [x, *(self.const(np.array(v, np.int64), "i") for v in (starts, ends, axes))])
+
+    def _lstm_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
         f_act, g_act, h_act = acts
-        gates = self.emit("Add", [xt, self.emit("MatMul", [h, k["R"]])])
-        gi, go, gf, gc = self._split(gates, 4)
+        rec = self.emit("MatMul", [h, k["R"]])
+        gi, go, gf, gc = (self.emit("Add", [x, self.slice(rec, 0, self.batch, j)]) for j, x in enumerate(xt))
         if "i" in k:  # peepholes on the previous cell (input, forget) and the new cell (output)
             gi = self.emit("Add", [gi, self.emit("Mul", [c, k["i"]])])
             gf = self.emit("Add", [gf, self.emit("Mul", [c, k["f"]])])
@@ -243,10 +266,11 @@ class _Builder:
         o = self.act(go, f_act)
         return self.emit("Mul", [o, self.act(c, h_act, clipped=False)]), c
 
-    def _gru_step(self, xt: str, h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+    def _gru_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
         f_act, g_act = acts
-        xz, xr, xh = self._split(xt, 3)
-        hz, hr = self._split(self.emit("MatMul", [h, k["R_zr"]]), 2)
+        xz, xr, xh = xt
+        zr = self.emit("MatMul", [h, k["R_zr"]])
+        hz, hr = self.slice(zr, 0, self.batch, 0), self.slice(zr, 0, self.batch, 1)
         z, r = self.act(self.emit("Add", [xz, hz]), f_act), self.act(self.emit("Add", [xr, hr]), f_act)
         if k["lbr"]:
             rec = self.emit("Mul", [r, self.emit("Add", [self.emit("MatMul", [h, k["R_h"]]), k["Rb_h"]])])
@@ -256,8 +280,8 @@ class _Builder:
         # (1 - z) * hh + z * h  ==  hh + z * (h - hh)
         return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])]), c
 
-    def _rnn_step(self, xt: str, h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
-        return self.act(self.emit("Add", [xt, self.emit("MatMul", [h, k["R"]])]), acts[0]), c
+    def _rnn_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+        return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [h, k["R"]])]), acts[0]), c
 
     def _outputs(self, results: list[tuple[list[str], str, str]], layout: int) -> None:
         """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first)."""
