@@ -6,9 +6,9 @@ it into the steps, then per step a MatMul with the recurrent weights, Slices of 
 and the state update (Mul, Add, Sub; Concat, Reshape for the outputs): two or three kernel calls a step
 after fusion, each step's kernels the same PrimFuncs (tuned once). It follows the ONNX operator spec: gate
 orders iofc (LSTM), zrh (GRU), default activations, forward / reverse / bidirectional, optional B,
-initial_h, initial_c, P (peepholes), clip, GRU's linear_before_reset, layout 0 and 1. The weights must be constants (initializers
-or Constant nodes); sequence_lens, when given, must be a constant equal to the sequence length for every
-batch entry; input_forget=1 is refused. Refusals are one-line OptimizeErrors naming the node.
+initial_h, initial_c, P (peepholes), clip, GRU's linear_before_reset, layout 0 and 1. The weights must be
+constants (initializers or Constant nodes); sequence_lens, when given, must be a constant equal to the
+sequence length for every batch entry; input_forget=1 is refused. Refusals are one-line OptimizeErrors naming the node.
 """
 from __future__ import annotations
 
