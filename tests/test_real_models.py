@@ -57,7 +57,7 @@ def test_structure_only_file_is_a_one_line_error(tmp_path, capsys):
     assert not (tmp_path / "o.leka").exists()
 
 
-@pytest.mark.slow  # ~75 s on the loaded 2-core dev host (import + default build of the whole ResNet-18)
+@pytest.mark.slow  # import + default build of the whole ResNet-18: ~10 s at load 3, 75 s at load 10 on 2 cores
 def test_dynamically_quantised_resnet_imports_and_matches_onnxruntime(tmp_path):
     """ONNX Runtime's dynamic quantiser emits DynamicQuantizeLinear + ConvInteger (once refused as an
     unsupported operator; now rewritten by leka/optimize/rewrite_quant.py): it builds and agrees with ORT."""
