@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> int:
     from leka.optimize.demo_models import MODELS, write
-    from leka.optimize.timing_verdict import spread, verdict, warnings
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--budget", default="minutes=10", help="leka optimize budget per model (default minutes=10)")
@@ -43,37 +42,46 @@ def main() -> int:
     rows = []
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}", flush=True)
     for name in args.models.split(","):
-        model = write(name, out / "models")
-        art = out / f"{name}.leka"
-        t0 = time.time()
-        cmd = [sys.executable, "-m", "leka.cli.main", "optimize", str(model), "-o", str(art), "--budget", args.budget,
-               "--method", args.method, "--jobs", str(args.jobs), "--db", db, "--time-s", str(args.time), "--quiet"]
-        print(f"== {name}: {' '.join(cmd[3:])}", flush=True)
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        wall = time.time() - t0
-        if r.returncode != 0:
-            rows.append({"model": name, "error": (r.stderr.strip().splitlines() or ["?"])[-1], "wall_s": wall})
-            print(f"   failed: {rows[-1]['error']}", flush=True)
-            continue
-        m = json.loads((art / "manifest.json").read_text())
-        lat = {k: v["median_ms"] for k, v in (m.get("latency") or {}).items()}
-        row = {"model": name, "wall_s": wall, "latency_ms": lat,
-               "spread": {k: spread(v) for k, v in m["latency"].items()},  # across rounds (timing_verdict)
-               "verdict": {k: verdict(m["latency"]["optimized"], v) for k, v in m["latency"].items()
-                           if k != "optimized"}, "warnings": warnings(m["latency"], m.get("latency_host")),
-               "kernels_replaced": sum(1 for k in m["kernels"] if k["decision"].endswith("replaced")),
-               "kernels": len(m["kernels"]), "budget_spent": m["budget"]["spent"],
-               "max_abs_err": m["verification"].get("max_abs_err"), "load_after": os.getloadavg()[0]}
-        for base in ("onnxruntime", "tvm-naive", "tvm-dlight"):
-            row[f"opt/{base}"] = lat["optimized"] / lat[base]
-        rows.append(row)
-        print(f"   {_line(row)}", flush=True)
+        rows.append(optimize_one(name, write(name, out / "models"), out, args, db))
     print(f"load average after: {os.getloadavg()}")
     (out / "results.json").write_text(json.dumps(rows, indent=2))
     table = _table(rows, args)
     (out / "results.md").write_text(table)
     print(table)
     return 0
+
+
+def optimize_one(name: str, model: Path, out: Path, args: argparse.Namespace, db: str,
+                 extra: list[str] | None = None) -> dict:
+    """`leka optimize MODEL` in a subprocess (args: budget, method, jobs, time); the manifest's figures as a row
+    ({"model", "error", "wall_s"} when it fails)."""
+    from leka.optimize.timing_verdict import spread, verdict, warnings
+
+    art = out / f"{name}.leka"
+    t0 = time.time()
+    cmd = [sys.executable, "-m", "leka.cli.main", "optimize", str(model), "-o", str(art), "--budget", args.budget,
+           "--method", args.method, "--jobs", str(args.jobs), "--db", db, "--time-s", str(args.time), "--quiet",
+           *(extra or [])]
+    print(f"== {name}: {' '.join(cmd[3:])}", flush=True)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.time() - t0
+    if r.returncode != 0:
+        row = {"model": name, "error": (r.stderr.strip().splitlines() or ["?"])[-1], "wall_s": wall}
+        print(f"   failed: {row['error']}", flush=True)
+        return row
+    m = json.loads((art / "manifest.json").read_text())
+    lat = {k: v["median_ms"] for k, v in (m.get("latency") or {}).items()}
+    row = {"model": name, "wall_s": wall, "latency_ms": lat,
+           "spread": {k: spread(v) for k, v in m["latency"].items()},  # across rounds (timing_verdict)
+           "verdict": {k: verdict(m["latency"]["optimized"], v) for k, v in m["latency"].items()
+                       if k != "optimized"}, "warnings": warnings(m["latency"], m.get("latency_host")),
+           "kernels_replaced": sum(1 for k in m["kernels"] if k["decision"].endswith("replaced")),
+           "kernels": len(m["kernels"]), "budget_spent": m["budget"]["spent"],
+           "max_abs_err": m["verification"].get("max_abs_err"), "load_after": os.getloadavg()[0]}
+    for base in ("onnxruntime", "tvm-naive", "tvm-dlight"):
+        row[f"opt/{base}"] = lat["optimized"] / lat[base]
+    print(f"   {_line(row)}", flush=True)
+    return row
 
 
 def _line(r: dict) -> str:

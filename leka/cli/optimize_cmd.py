@@ -1,6 +1,7 @@
 """`leka optimize MODEL.onnx --target T -o OUT`: a whole model in, a faster verified deployable artifact out."""
 from __future__ import annotations
 
+from leka.cli.tables import Col, add_output_flags, output_mode, render
 from leka.executors.cli import add_executor_flags
 
 from .grammar import add_deprecated, add_json, add_llm, add_out, add_resume
@@ -28,6 +29,8 @@ def register(sub) -> None:
                "(nothing written), 2 bad input. Docs: docs/optimize.md",
         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", help="ONNX model file")
+    p.add_argument("--list-ops", action="store_true",
+                   help="list the ONNX operators leka optimize imports, and how, then exit")
     p.add_argument("--target", default="host-cpu",
                    help="preset (host-cpu, cuda, opencl-pocl, rpi5, jetson-orin-nano, ...; `leka targets`) or a "
                         "TVM target dict as JSON; an llvm dict for this host's arch and mcpu (or none) is tuned and "
@@ -68,10 +71,32 @@ def register(sub) -> None:
                    help="with --remote: end the waiting runs now, each kernel keeping the best candidate the "
                         "device verified so far (else dlight's), and build")
     add_executor_flags(p, rpc=False, unit="kernel", local="--jobs worker processes here")
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 
+def list_ops(args) -> int:
+    from leka.optimize.op_support import HOW, supported_ops
+
+    rows = supported_ops()
+    if getattr(args, "json", False):
+        from .grammar import print_json
+
+        print_json({"operators": [{"domain": d, "op": o, "how": h} for d, o, h in rows], "how": HOW})
+        return 0
+    render(f"ONNX operators leka optimize imports ({len(rows)})", [Col("domain", "id"), Col("op", "id"),
+                                                                  Col("how", "id")], rows, output_mode(args),
+           caption="; ".join(f"{k}: {v}" for k, v in HOW.items()))
+    return 0
+
+
 def run(args) -> int:
+    if args.list_ops:
+        return list_ops(args)
+    if not args.model:
+        from leka.errors import LekaError
+
+        raise LekaError("leka optimize needs MODEL (an ONNX file), or --list-ops")
     from leka.executors.cli import executor_from_args
     from leka.optimize.pipeline import OptimizeOptions, optimize
     from leka.optimize.report import LATENCY_HEAD, latency_rows, summary_lines

@@ -135,11 +135,15 @@ def to_relax(loaded: LoadedModel) -> Any:
     """The model as a Relax IRModule with weights as constants (unsupported operators named with a node)."""
     from tvm.relax.frontend.onnx import from_onnx
 
-    _check_operators(loaded)
+    from .rewrite_quant import expand_qoperators
+    from .rewrite_rnn import expand_rnns
+
     shape_dict = {i.name: list(i.shape) for i in loaded.inputs}
     dtype_dict = {i.name: i.dtype for i in loaded.inputs}
+    model = expand_qoperators(expand_rnns(loaded.model, shape_dict))
+    _check_operators(model, loaded.path)
     try:
-        model = fold_shape_arithmetic(loaded.model, shape_dict)
+        model = fold_shape_arithmetic(model, shape_dict)
         return from_onnx(model, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=False)
     except Exception as e:
         raise OptimizeError(f"{loaded.path}: TVM's ONNX frontend failed{_failing_node(e)}: {_first_line(e)}") from None
@@ -226,14 +230,14 @@ def _with_input_shapes(model: Any, shapes: dict[str, list[int]]) -> Any:
     return out
 
 
-def _check_operators(loaded: LoadedModel) -> None:
+def _check_operators(model: Any, path: str) -> None:
     from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
 
     known = _get_convert_map()
-    for node in loaded.model.graph.node:
+    for node in model.graph.node:
         if node.domain not in ("", "ai.onnx") or node.op_type not in known:
             dom = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
-            raise OptimizeError(f"{loaded.path}: unsupported operator {dom}{node.op_type} "
+            raise OptimizeError(f"{path}: unsupported operator {dom}{node.op_type} "
                                 f"(node {node.name or '<unnamed>'!r}, output {node.output[0] if node.output else '?'})")
 
 

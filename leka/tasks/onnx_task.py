@@ -102,7 +102,7 @@ def _relax_with_weight_params(loaded: Any, n_weights: int) -> Any:
 
     from leka.optimize.importer import _check_operators
 
-    _check_operators(loaded)
+    _check_operators(loaded.model, loaded.path)
     try:
         mod = from_onnx(loaded.model, shape_dict={i.name: list(i.shape) for i in loaded.inputs},
                         dtype_dict={i.name: i.dtype for i in loaded.inputs}, keep_params_in_input=True)

@@ -1,0 +1,311 @@
+"""LSTM, GRU and RNN nodes unrolled over their pinned sequence length into standard ONNX operators.
+
+TVM's Relax ONNX frontend has no recurrent operators, so before the import (importer.to_relax) each one is
+rewritten, ONNX to ONNX: one MatMul + Add for the input projection of every time step at once, one Split of
+it into the steps, then per step a MatMul with the recurrent weights, Slices of the gates, the activations
+and the state update (Mul, Add, Sub; Concat, Reshape for the outputs): two or three kernel calls a step
+after fusion, each step's kernels the same PrimFuncs (tuned once). It follows the ONNX operator spec: gate
+orders iofc (LSTM), zrh (GRU), default activations, forward / reverse / bidirectional, optional B,
+initial_h, initial_c, P (peepholes), clip, GRU's linear_before_reset, layout 0 and 1. The weights must be
+constants (initializers or Constant nodes); sequence_lens, when given, must be a constant equal to the
+sequence length for every batch entry; input_forget=1 is refused. Refusals are one-line OptimizeErrors naming the node.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import OptimizeError
+
+RNN_OPS = ("LSTM", "GRU", "RNN")
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+DEFAULT_ACTS = {"LSTM": ["Sigmoid", "Tanh", "Tanh"], "GRU": ["Sigmoid", "Tanh"], "RNN": ["Tanh"]}
+# activation name -> (ONNX op, attribute names taken from activation_alpha / activation_beta)
+ACTIVATIONS = {"Sigmoid": ("Sigmoid", ()), "Tanh": ("Tanh", ()), "Relu": ("Relu", ()),
+               "LeakyRelu": ("LeakyRelu", ("alpha",)), "HardSigmoid": ("HardSigmoid", ("alpha", "beta")),
+               "Elu": ("Elu", ("alpha",)), "Softsign": ("Softsign", ()), "Softplus": ("Softplus", ()),
+               "ThresholdedRelu": ("ThresholdedRelu", ("alpha",))}
+
+
+def has_rnn(model: Any) -> bool:
+    return any(n.op_type in RNN_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node)
+
+
+def expand_rnns(model: Any, shapes: dict[str, list[int]]) -> Any:
+    """A copy of `model` with every LSTM/GRU/RNN node replaced by its unrolled equivalent (`model` itself
+    when it has none). `shapes`: the pinned input shapes, for the sequence length and batch."""
+    import onnx
+    from onnx import numpy_helper
+
+    if not has_rnn(model):
+        return model
+    from .importer import _with_input_shapes
+
+    g = onnx.shape_inference.infer_shapes(_with_input_shapes(model, shapes)).graph
+    dims = {vi.name: [d.dim_value if d.HasField("dim_value") else 0 for d in vi.type.tensor_type.shape.dim]
+            for vi in [*g.input, *g.value_info, *g.output]}
+    consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value":
+            consts[n.output[0]] = numpy_helper.to_array(n.attribute[0].t)
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+    used = {i for n in model.graph.node for i in n.input} | {o.name for o in model.graph.output}
+    nodes, inits = [], []
+    for k, node in enumerate(model.graph.node):
+        if node.op_type in RNN_OPS and node.domain in ("", "ai.onnx"):
+            b = _Builder(node, k, consts, dims, opset, used)
+            b.expand()
+            nodes += b.nodes
+            inits += b.inits
+        else:
+            nodes.append(node)
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    del out.graph.node[:]
+    out.graph.node.extend(nodes)
+    out.graph.initializer.extend(inits)
+    return out
+
+
+class _Builder:
+    """The replacement nodes and initializers of one recurrent node."""
+
+    def __init__(self, node: Any, index: int, consts: dict, dims: dict, opset: int, used: set[str]) -> None:
+        from onnx import helper
+
+        self.used = used  # names some node or graph output reads: outputs nobody reads are not built
+        self.node, self.op, self.consts, self.opset = node, node.op_type, consts, opset
+        self.prefix = f"{node.name or node.op_type.lower() + str(index)}/unrolled"
+        self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
+        self._n = 0
+        self._ints: dict[tuple, str] = {}
+        self.x_dims = dims.get(node.input[0], [])
+
+    # -- small emitters --------------------------------------------------------------------------------
+    def fail(self, why: str) -> OptimizeError:
+        return OptimizeError(f"cannot unroll {self.op} node {self.node.name or '<unnamed>'!r} "
+                             f"(output {self.node.output[0] if self.node.output else '?'}): {why}")
+
+    def name(self, tag: str) -> str:
+        self._n += 1
+        return f"{self.prefix}/{tag}_{self._n}"
+
+    def const(self, value: np.ndarray, tag: str = "c") -> str:
+        from onnx import numpy_helper
+
+        key = (value.dtype.str, value.shape, value.tobytes()) if value.dtype == np.int64 else None
+        if key in self._ints:  # slice bounds and shapes repeat across steps: one initializer each
+            return self._ints[key]
+        n = self.name(tag)
+        if key is not None:
+            self._ints[key] = n
+        self.inits.append(numpy_helper.from_array(np.array(value), n))  # np.array: ascontiguousarray makes 0-d 1-d
+        return n
+
+    def emit(self, op: str, inputs: list[str], n_out: int = 1, out: list[str] | None = None, **attrs) -> Any:
+        from onnx import helper
+
+        outs = out or [self.name(op.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=self.name(op), **attrs))
+        return outs[0] if len(outs) == 1 else outs
+
+    def input(self, i: int) -> str:
+        return self.node.input[i] if len(self.node.input) > i and self.node.input[i] else ""
+
+    def weight(self, i: int, what: str) -> np.ndarray | None:
+        name = self.input(i)
+        if not name:
+            return None
+        if name not in self.consts:
+            raise self.fail(f"its {what} ({name}) must be a constant (an initializer or Constant node)")
+        return np.asarray(self.consts[name])
+
+    # -- the expansion ---------------------------------------------------------------------------------
+    def expand(self) -> None:
+        a = self.attrs
+        direction = a.get("direction", b"forward")
+        direction = direction.decode() if isinstance(direction, bytes) else direction
+        if direction not in ("forward", "reverse", "bidirectional"):
+            raise self.fail(f"unknown direction {direction!r}")
+        if a.get("input_forget", 0):
+            raise self.fail("input_forget=1 is not supported")
+        layout = a.get("layout", 0)
+        if len(self.x_dims) != 3 or not all(self.x_dims):
+            raise self.fail(f"input {self.node.input[0]} needs a static 3-d shape (pin the model's inputs "
+                            f"with --shape)")
+        seq, batch = (self.x_dims[0], self.x_dims[1]) if layout == 0 else (self.x_dims[1], self.x_dims[0])
+        self.seq, self.batch = seq, batch
+        w, r = self.weight(1, "W"), self.weight(2, "R")
+        self.hidden = int(a.get("hidden_size", r.shape[-1]))
+        self.dtype = w.dtype
+        self._check_seq_lens()
+        self.acts = self._activations(2 if direction == "bidirectional" else 1)
+        x = self.node.input[0]
+        if layout:
+            x = self.emit("Transpose", [x], perm=[1, 0, 2])
+        dirs = ["forward", "reverse"] if direction == "bidirectional" else [direction]
+        results = [self._direction(d, rev == "reverse", x, w, r) for d, rev in enumerate(dirs)]
+        self._outputs(results, layout)
+
+    def _check_seq_lens(self) -> None:
+        lens = self.weight(4, "sequence_lens")
+        if lens is not None and not np.all(lens == self.seq):
+            raise self.fail(f"sequence_lens {lens.tolist()} differ from the sequence length {self.seq}; "
+                            "only full-length sequences are supported")
+
+    def _activations(self, n_dirs: int) -> list[list[tuple[str, dict]]]:
+        per = len(DEFAULT_ACTS[self.op])
+        names = [s.decode() if isinstance(s, bytes) else s for s in self.attrs.get("activations", [])]
+        names = names or DEFAULT_ACTS[self.op] * n_dirs
+        alphas, betas = list(self.attrs.get("activation_alpha", [])), list(self.attrs.get("activation_beta", []))
+        acts = []
+        for nm in names:
+            if nm not in ACTIVATIONS:
+                raise self.fail(f"activation {nm!r} is not supported (supported: {', '.join(ACTIVATIONS)})")
+            op, keys = ACTIVATIONS[nm]
+            kw = {}
+            for key in keys:  # activation_alpha/beta list the values of the activations that take them, in order
+                src = alphas if key == "alpha" else betas
+                if src:
+                    kw[key] = float(src.pop(0))
+            acts.append((op, kw))
+        if len(acts) != per * n_dirs:
+            raise self.fail(f"{len(acts)} activations given, {per * n_dirs} expected")
+        return [acts[d * per:(d + 1) * per] for d in range(n_dirs)]
+
+    def act(self, x: str, spec: tuple[str, dict], clipped: bool = True) -> str:
+        """spec's activation of x; with the clip attribute, gate inputs are clipped first (ONNX Runtime does
+        not clip the cell state before LSTM's output activation h)."""
+        clip = self.attrs.get("clip")
+        if clip is not None and clipped:
+            x = self.emit("Clip", [x, self.const(np.array(-clip, self.dtype)), self.const(np.array(clip, self.dtype))])
+        return self.emit(spec[0], [x], **spec[1])
+
+    def _initial(self, i: int, d: int) -> str:
+        """Direction d's initial state ([batch, hidden]) from input i, zeros when absent."""
+        name = self.input(i)
+        if not name:
+            return self.const(np.zeros((self.batch, self.hidden), self.dtype), "zeros")
+        if self.attrs.get("layout", 0):  # [batch, dirs, hidden] -> [dirs, batch, hidden]
+            name = self.emit("Transpose", [name], perm=[1, 0, 2])
+        return self.emit("Gather", [name, self.const(np.array(d, np.int64))], axis=0)
+
+    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[list[str], str, str]:
+        """(hidden state per time step in time order, last hidden, last cell) of direction d."""
+        hs, g = self.hidden, GATES[self.op]
+        b = self.weight(3, "B")
+        b = np.zeros((g * 2 * hs,), self.dtype) if b is None else b[d]
+        wb, rb = b[:g * hs], b[g * hs:]
+        bias = wb + rb
+        if self.op == "GRU":  # the h gate's recurrent bias stays with the recurrent term
+            bias = np.concatenate([wb[:2 * hs] + rb[:2 * hs], wb[2 * hs:]])
+        # every step's input projection at once, as rows t*batch .. (t+1)*batch of a 2-d [seq*batch, gates*hidden]
+        x2 = self.emit("Reshape", [x, self.const(np.array([self.seq * self.batch, -1], np.int64), "shape")])
+        xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(w[d].T, "W")]),
+                               self.const(bias.astype(self.dtype), "B")])
+        steps = self._split_rows(xw)
+        rt = r[d].T
+        h = self._initial(5, d)
+        c = self._initial(6, d) if self.op == "LSTM" else ""
+        step = {"LSTM": self._lstm_step, "GRU": self._gru_step, "RNN": self._rnn_step}[self.op]
+        consts = self._step_consts(d, rt, rb)
+        hs_out: list[str] = []
+        for t in (range(self.seq - 1, -1, -1) if reverse else range(self.seq)):
+            xt = [self.slice(steps[t], 0, self.batch, j) for j in range(g)]
+            h, c = step(xt, h, c, consts, self.acts[d])
+            hs_out.append(h)
+        return (hs_out[::-1] if reverse else hs_out), h, c
+
+    def _step_consts(self, d: int, rt: np.ndarray, rb: np.ndarray) -> dict[str, Any]:
+        hs = self.hidden
+        if self.op == "GRU":
+            lbr = self.attrs.get("linear_before_reset", 0)
+            out = {"R_zr": self.const(rt[:, :2 * hs], "R"), "R_h": self.const(rt[:, 2 * hs:], "R"),
+                   "Rb_h": self.const(rb[2 * hs:].astype(self.dtype), "B"), "lbr": lbr}
+            return out
+        out = {"R": self.const(rt, "R")}
+        p = self.weight(7, "P") if self.op == "LSTM" else None
+        if p is not None:
+            out.update({k: self.const(p[d, j * hs:(j + 1) * hs], "P") for j, k in enumerate("iof")})
+        return out
+
+    def _split_rows(self, xw: str) -> list[str]:
+        """xw [seq*batch, gates*hidden] as seq tensors [batch, gates*hidden]: one Split (one kernel call), so
+        every step reads the same structure (kernels dedup across steps; a slice at offset t*batch would make
+        each step's kernel distinct)."""
+        n = self.seq
+        if n == 1:
+            return [xw]
+        attrs = {"num_outputs": n} if self.opset >= 18 else {}
+        return self.emit("Split", [xw], n_out=n, axis=0, **attrs)
+
+    def slice(self, x: str, row0: int, row1: int, gate: int) -> str:
+        """x[row0:row1, gate*hidden:(gate+1)*hidden] of a 2-d x. Slices rather than Gather/Split: TVM fuses
+        these injective reads into the elementwise step that consumes them (a Split's tuple is a kernel of
+        its own), so a step is two or three kernel calls (the recurrent MatMul, the gate arithmetic)."""
+        hs = self.hidden
+        starts, ends, axes = [row0, gate * hs], [row1, (gate + 1) * hs], [0, 1]
+        if self.opset < 10:
+            return self.emit("Slice", [x], starts=starts, ends=ends, axes=axes)
+        return self.emit("Slice", [x, *(self.const(np.array(v, np.int64), "i") for v in (starts, ends, axes))])
+
+    def _lstm_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+        f_act, g_act, h_act = acts
+        rec = self.emit("MatMul", [h, k["R"]])
+        gi, go, gf, gc = (self.emit("Add", [x, self.slice(rec, 0, self.batch, j)]) for j, x in enumerate(xt))
+        if "i" in k:  # peepholes on the previous cell (input, forget) and the new cell (output)
+            gi = self.emit("Add", [gi, self.emit("Mul", [c, k["i"]])])
+            gf = self.emit("Add", [gf, self.emit("Mul", [c, k["f"]])])
+        i, f, cc = self.act(gi, f_act), self.act(gf, f_act), self.act(gc, g_act)
+        c = self.emit("Add", [self.emit("Mul", [f, c]), self.emit("Mul", [i, cc])])
+        if "o" in k:
+            go = self.emit("Add", [go, self.emit("Mul", [c, k["o"]])])
+        o = self.act(go, f_act)
+        return self.emit("Mul", [o, self.act(c, h_act, clipped=False)]), c
+
+    def _gru_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+        f_act, g_act = acts
+        xz, xr, xh = xt
+        zr = self.emit("MatMul", [h, k["R_zr"]])
+        hz, hr = self.slice(zr, 0, self.batch, 0), self.slice(zr, 0, self.batch, 1)
+        z, r = self.act(self.emit("Add", [xz, hz]), f_act), self.act(self.emit("Add", [xr, hr]), f_act)
+        if k["lbr"]:
+            rec = self.emit("Mul", [r, self.emit("Add", [self.emit("MatMul", [h, k["R_h"]]), k["Rb_h"]])])
+        else:
+            rec = self.emit("Add", [self.emit("MatMul", [self.emit("Mul", [r, h]), k["R_h"]]), k["Rb_h"]])
+        hh = self.act(self.emit("Add", [xh, rec]), g_act)
+        # (1 - z) * hh + z * h  ==  hh + z * (h - hh)
+        return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])]), c
+
+    def _rnn_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+        return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [h, k["R"]])]), acts[0]), c
+
+    def _outputs(self, results: list[tuple[list[str], str, str]], layout: int) -> None:
+        """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first)."""
+        outs = [o if o in self.used else "" for o in self.node.output] + [""] * 3
+        shape1 = self.const(np.array([1, self.batch, self.hidden], np.int64), "shape")
+        shape2 = self.const(np.array([1, 1, self.batch, self.hidden], np.int64), "shape")
+
+        def stack(names: list[str], shape: str, out: str, perm: list[int]) -> None:
+            parts = [self.emit("Reshape", [n, shape]) for n in names]
+            whole = parts[0] if len(parts) == 1 else self.emit("Concat", parts, axis=0)
+            if layout:
+                self.emit("Transpose", [whole], out=[out], perm=perm)
+            else:
+                self.emit("Identity", [whole], out=[out])
+
+        if outs[0]:
+            per_dir = []
+            for hs_out, _, _ in results:
+                steps = [self.emit("Reshape", [n, shape2]) for n in hs_out]
+                per_dir.append(steps[0] if len(steps) == 1 else self.emit("Concat", steps, axis=0))
+            y = per_dir[0] if len(per_dir) == 1 else self.emit("Concat", per_dir, axis=1)
+            self.emit("Transpose" if layout else "Identity", [y], out=[outs[0]],
+                      **({"perm": [2, 0, 1, 3]} if layout else {}))
+        if outs[1]:
+            stack([h for _, h, _ in results], shape1, outs[1], [1, 0, 2])
+        if outs[2] and self.op == "LSTM":
+            stack([c for _, _, c in results], shape1, outs[2], [1, 0, 2])

@@ -1,0 +1,99 @@
+"""LSTM / GRU / RNN unrolled before the Relax import (leka/optimize/rewrite_rnn.py), each against ONNX Runtime
+through leka's import + build path (import_model -> compile_model -> the Relax VM)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from leka.optimize import OptimizeError
+from tests.onnx_vs_ort import run_both
+
+SEQ, BATCH, IN, HID = 5, 2, 6, 8
+
+
+def rnn_model(path: Path, op: str, direction: str = "forward", bias: bool = True, init_h: bool = False,
+              layout: int = 0, seed: int = 0, **attrs) -> tuple[Path, dict[str, np.ndarray]]:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
+    nd = 2 if direction == "bidirectional" else 1
+    xs = [SEQ, BATCH, IN] if layout == 0 else [BATCH, SEQ, IN]
+    hs = [nd, BATCH, HID] if layout == 0 else [BATCH, nd, HID]
+    inits = [numpy_helper.from_array(rng.normal(0, 0.5, (nd, g * HID, IN)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.normal(0, 0.5, (nd, g * HID, HID)).astype(np.float32), "R")]
+    ins = ["x", "W", "R", "B" if bias else "", "", "h0" if init_h else ""]
+    if bias:
+        inits.append(numpy_helper.from_array(rng.normal(0, 0.5, (nd, 2 * g * HID)).astype(np.float32), "B"))
+    graph_in = [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)]
+    feeds = {"x": rng.normal(0, 1, xs).astype(np.float32)}
+    if init_h:
+        graph_in.append(helper.make_tensor_value_info("h0", TensorProto.FLOAT, hs))
+        feeds["h0"] = rng.normal(0, 1, hs).astype(np.float32)
+    outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
+    node = helper.make_node(op, ins, outs, name="rec", hidden_size=HID, direction=direction, layout=layout, **attrs)
+    ys = [SEQ, nd, BATCH, HID] if layout == 0 else [BATCH, SEQ, nd, HID]
+    out_vi = [helper.make_tensor_value_info(o, TensorProto.FLOAT, ys if o == "Y" else hs) for o in outs]
+    graph = helper.make_graph([node], "rnn", graph_in, out_vi, initializer=inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), str(path))
+    return path, feeds
+
+
+CASES = [("LSTM", {}), ("GRU", {}), ("RNN", {}),
+         ("LSTM", {"direction": "bidirectional", "init_h": True}), ("LSTM", {"bias": False}),
+         ("GRU", {"direction": "bidirectional"}), ("GRU", {"linear_before_reset": 1, "init_h": True}),
+         ("GRU", {"direction": "reverse", "bias": False}), ("RNN", {"direction": "bidirectional", "init_h": True}),
+         ("LSTM", {"layout": 1, "init_h": True}), ("LSTM", {"clip": 0.5}),
+         ("GRU", {"activations": ["HardSigmoid", "Relu"], "activation_alpha": [0.3], "activation_beta": [0.4]})]
+
+
+@pytest.mark.parametrize("op,kw", CASES, ids=[f"{op}-{'-'.join(kw) or 'default'}" for op, kw in CASES])
+def test_recurrent_op_matches_onnxruntime(tmp_path, op, kw):
+    path, feeds = rnn_model(tmp_path / "m.onnx", op, **kw)
+    want, got = run_both(path, feeds, reference=kw.get("layout") == 1)
+    assert len(got) == len(want)
+    for w, g in zip(want, got):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_lstm_with_peepholes_and_initial_cell(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    path, feeds = rnn_model(tmp_path / "m.onnx", "LSTM", init_h=True)
+    m = onnx.load(str(path))
+    rng = np.random.default_rng(1)
+    m.graph.initializer.append(numpy_helper.from_array(rng.normal(0, 0.5, (1, 3 * HID)).astype(np.float32), "P"))
+    m.graph.input.append(helper.make_tensor_value_info("c0", TensorProto.FLOAT, [1, BATCH, HID]))
+    node = m.graph.node[0]
+    node.input.extend(["c0", "P"])
+    onnx.save(m, str(path))
+    feeds["c0"] = rng.normal(0, 1, (1, BATCH, HID)).astype(np.float32)
+    want, got = run_both(path, feeds)
+    for w, g in zip(want, got):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
+
+
+def test_unsupported_recurrent_forms_are_one_line_errors(tmp_path):
+    import onnx
+
+    from leka.optimize.importer import import_model
+
+    path, _ = rnn_model(tmp_path / "m.onnx", "LSTM", input_forget=1)
+    with pytest.raises(OptimizeError, match=r"cannot unroll LSTM node 'rec'.*input_forget"):
+        import_model(path)
+    path, _ = rnn_model(tmp_path / "g.onnx", "GRU", activations=["Sigmoid", "Affine"])
+    with pytest.raises(OptimizeError, match=r"activation 'Affine' is not supported") as e:
+        import_model(path)
+    assert "\n" not in str(e.value)
+    m = onnx.load(str(path))  # weights computed at run time (a graph input), not constants
+    m.graph.node[0].attribute.pop()  # activations back to the default
+    m.graph.initializer.pop(0)
+    m.graph.input.append(onnx.helper.make_tensor_value_info("W", onnx.TensorProto.FLOAT, [1, 3 * HID, IN]))
+    onnx.save(m, str(path))
+    with pytest.raises(OptimizeError, match=r"W \(W\) must be a constant"):
+        import_model(path)
