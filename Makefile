@@ -30,8 +30,9 @@ demo: install
 	$(VENV)/bin/leka demo
 
 test: install
-	@# the lint gate first (pyflakes + pycodestyle over the package; pyproject.toml [tool.ruff])
+	@# the lint and type gates first (pyproject.toml [tool.ruff], [tool.mypy]: leka/ and baselines/)
 	$(PY) -m ruff check leka baselines
+	$(PY) -m mypy
 	@# exit code 5 = no tests collected: treat as a failure of the suite layout, say so clearly.
 	$(PY) -m pytest -q --durations=15 tests; rc=$$?; \
 	  if [ $$rc = 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc

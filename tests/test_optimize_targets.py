@@ -63,3 +63,16 @@ def test_out_parents_are_made_only_when_writing_and_a_file_in_the_way_is_refused
     (tmp_path / "f").write_text("not a folder")
     with pytest.raises(OptimizeError, match="is a file, not a folder"):
         check_out(tmp_path / "f" / "sub" / "m.leka")
+
+
+def test_build_only_cpu_dict_takes_its_own_facts_not_the_hosts():
+    """A cascadelake dict on another host sizes vectors and threads by its own CPU (the rules' golden
+    decisions for it depended on the building machine's cores before)."""
+    from leka.targets import get_target
+
+    p = get_target({"kind": "llvm", "mtriple": "x86_64-linux-gnu", "mcpu": "cascadelake", "num-cores": 4})
+    if p.runnable:  # this host is a cascadelake: the dict runs here with the host's facts
+        return
+    assert p.facts == {"cores": 4, "vector_bits": 512}
+    q = get_target({"kind": "llvm", "mtriple": "aarch64-linux-gnu", "mcpu": "cortex-a76"})
+    assert q.facts == {} and not q.runnable

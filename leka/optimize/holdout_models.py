@@ -20,7 +20,9 @@ class _G:
     """Nodes and He-scaled random initializers of one graph."""
 
     def __init__(self, seed: int) -> None:
-        self.rng, self.nodes, self.inits, self._n = np.random.default_rng(seed), [], [], 0
+        self.rng, self._n = np.random.default_rng(seed), 0
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
 
     def w(self, shape: tuple[int, ...], scale: float | None = None, value: Any = None) -> str:
         from onnx import numpy_helper

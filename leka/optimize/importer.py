@@ -109,11 +109,12 @@ def _graph_inputs(model: Any, shapes: dict[str, tuple[int, ...]], path: str) -> 
             shown = "x".join("?" if d is None else str(d) for d in dims)
             raise OptimizeError(f"{path}: input {vi.name} has dynamic shape {shown}; pin it with "
                                 f"--shape {vi.name}=" + "x".join(str(d) if d else "1" for d in dims))
-        nbytes = math.prod(dims) * np.dtype(dtype).itemsize
+        sizes = [int(d) for d in dims if d is not None]  # none is None after the check above
+        nbytes = math.prod(sizes) * np.dtype(dtype).itemsize
         if nbytes > MAX_INPUT_BYTES:
             raise OptimizeError(f"{path}: input {vi.name} declares {'x'.join(map(str, dims))} {dtype} "
                                 f"({nbytes:,} bytes), over the {MAX_INPUT_BYTES:,}-byte limit of one input")
-        out.append(TensorInfo(vi.name, tuple(int(d) for d in dims), dtype))
+        out.append(TensorInfo(vi.name, tuple(sizes), dtype))
     return out
 
 
@@ -191,12 +192,12 @@ def fold_shape_arithmetic(model: Any, shapes: dict[str, list[int]]) -> Any:
         if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
             value = numpy_helper.to_array(node.attribute[0].t)
         elif node.op_type == "Shape" and node.domain in ("", "ai.onnx") and node.input[0] in static:
-            value = ReferenceEvaluator(node, opsets=opsets).run(
-                None, {node.input[0]: np.empty(static[node.input[0]], np.float32)})[0]
+            value = _first_output(ReferenceEvaluator(node, opsets=opsets),
+                                  {node.input[0]: np.empty(static[node.input[0]], np.float32)})
             folded += 1
         elif (node.op_type in _FOLDABLE and node.domain in ("", "ai.onnx") and len(node.output) == 1
               and all(i in known for i in node.input if i)):
-            value = ReferenceEvaluator(node, opsets=opsets).run(None, {i: known[i] for i in node.input if i})[0]
+            value = _first_output(ReferenceEvaluator(node, opsets=opsets), {i: known[i] for i in node.input if i})
             folded += 1
         if value is not None and np.asarray(value).dtype.kind in "iub":
             known[node.output[0]] = np.asarray(value)
@@ -213,6 +214,11 @@ def fold_shape_arithmetic(model: Any, shapes: dict[str, list[int]]) -> Any:
 
 
 _INT_TYPES = (6, 7, 9, 12, 13)  # int32, int64, bool, uint32, uint64
+
+
+def _first_output(evaluator: Any, feeds: dict[str, Any]) -> Any:
+    """The first output of onnx's ReferenceEvaluator (run(None, ...) returns the list of all outputs)."""
+    return list(evaluator.run(None, feeds))[0]
 
 
 def _with_input_shapes(model: Any, shapes: dict[str, list[int]]) -> Any:

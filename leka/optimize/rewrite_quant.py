@@ -72,7 +72,9 @@ def _ranks(model: Any) -> dict[str, int]:
 
 class _Emitter:
     def __init__(self, prefix: str) -> None:
-        self.prefix, self.nodes, self.inits, self._n = prefix, [], [], 0
+        self.prefix, self._n = prefix, 0
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
 
     def name(self, tag: str) -> str:
         self._n += 1

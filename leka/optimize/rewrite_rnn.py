@@ -77,7 +77,7 @@ class _Builder:
         self.used = used  # names some node or graph output reads: outputs nobody reads are not built
         self.node, self.op, self.consts, self.opset = node, node.op_type, consts, opset
         self.prefix = f"{node.name or node.op_type.lower() + str(index)}/unrolled"
-        self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        self.attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         self.nodes: list[Any] = []
         self.inits: list[Any] = []
         self._n = 0
@@ -119,6 +119,15 @@ class _Builder:
         name = self.input(i)
         if not name:
             return None
+        return self._constant(name, what)
+
+    def required_weight(self, i: int, what: str) -> np.ndarray:
+        name = self.input(i)
+        if not name:
+            raise self.fail(f"its {what} input is missing (the ONNX spec requires it)")
+        return self._constant(name, what)
+
+    def _constant(self, name: str, what: str) -> np.ndarray:
         if name not in self.consts:
             raise self.fail(f"its {what} ({name}) must be a constant (an initializer or Constant node)")
         return np.asarray(self.consts[name])
@@ -138,8 +147,9 @@ class _Builder:
                             f"with --shape)")
         seq, batch = (self.x_dims[0], self.x_dims[1]) if layout == 0 else (self.x_dims[1], self.x_dims[0])
         self.seq, self.batch = seq, batch
-        w, r = self.weight(1, "W"), self.weight(2, "R")
-        self.hidden = int(a.get("hidden_size", r.shape[-1]))
+        w, r = self.required_weight(1, "W"), self.required_weight(2, "R")
+        given = a.get("hidden_size")
+        self.hidden = int(given) if given is not None else int(r.shape[-1])
         self.dtype = w.dtype
         self._check_seq_lens()
         self.acts = self._activations(2 if direction == "bidirectional" else 1)
@@ -303,8 +313,8 @@ class _Builder:
                 steps = [self.emit("Reshape", [n, shape2]) for n in hs_out]
                 per_dir.append(steps[0] if len(steps) == 1 else self.emit("Concat", steps, axis=0))
             y = per_dir[0] if len(per_dir) == 1 else self.emit("Concat", per_dir, axis=1)
-            self.emit("Transpose" if layout else "Identity", [y], out=[outs[0]],
-                      **({"perm": [2, 0, 1, 3]} if layout else {}))
+            perm: dict[str, Any] = {"perm": [2, 0, 1, 3]} if layout else {}
+            self.emit("Transpose" if layout else "Identity", [y], out=[outs[0]], **perm)
         if outs[1]:
             stack([h for _, h, _ in results], shape1, outs[1], [1, 0, 2])
         if outs[2] and self.op == "LSTM":

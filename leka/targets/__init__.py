@@ -14,7 +14,7 @@ from typing import Any
 
 from leka.errors import UnknownTargetError
 
-from .detect import detect_cuda, detect_host_cpu, detect_opencl
+from .detect import cpu_dict_facts, detect_cuda, detect_host_cpu, detect_opencl
 
 FAMILIES = ("cpu", "cuda", "opencl")
 
@@ -107,7 +107,7 @@ def _preset_from_dict(d: dict[str, Any]) -> TargetPreset:
     return TargetPreset(
         name="custom", family=family, target=d, runnable=runnable, runner=local.runner if runnable else None,
         description=f"custom {kind} target" + (f" (runs here like {local.name})" if runnable else ""),
-        facts=dict(local.facts) if runnable else {},
+        facts=dict(local.facts) if runnable else cpu_dict_facts(d) if family == "cpu" else {},
         why_not_runnable="" if runnable else f"this target dict is build-only here: {why}",
     )
 

@@ -69,6 +69,28 @@ def _measure_copy_bandwidth_gbs() -> float:
     return gbs
 
 
+# Vector width of x86 cores a build-only target dict may name (what the rules size vectors by, in place of the
+# host's detected width); an mcpu not listed gets no vector_bits fact and the rules' 128-bit default.
+VECTOR_BITS_BY_MCPU = {
+    **dict.fromkeys(("skylake-avx512", "cascadelake", "cooperlake", "icelake-server", "icelake-client",
+                     "tigerlake", "sapphirerapids", "emeraldrapids", "graniterapids", "znver4", "znver5"), 512),
+    **dict.fromkeys(("haswell", "broadwell", "skylake", "alderlake", "raptorlake", "znver1", "znver2", "znver3"),
+                    256),
+}
+
+
+def cpu_dict_facts(target: dict[str, Any]) -> dict[str, Any]:
+    """Facts of a CPU target dict this host cannot run: its cores and, for a known x86 mcpu, its vector width
+    (never this host's: a cascadelake build must not take the width of whatever CPU builds it)."""
+    facts: dict[str, Any] = {}
+    if isinstance(target.get("num-cores"), int):
+        facts["cores"] = target["num-cores"]
+    bits = VECTOR_BITS_BY_MCPU.get(str(target.get("mcpu", "")))
+    if bits:
+        facts["vector_bits"] = bits
+    return facts
+
+
 def detect_host_cpu():
     from leka.targets import TargetPreset
     import tvm
