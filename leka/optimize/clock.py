@@ -19,6 +19,19 @@ from . import OptimizeError
 # took (profiling compiles every distinct kernel once), once per model compiled: the optimised build, and the
 # tvm-naive and tvm-dlight builds when timed; at least this much each.
 MIN_COMPILE_S = 10.0
+# Searches end a step or a measurement in progress past their minutes (seen: 0.64 min on a 4-minute run at load
+# 10): tuning also leaves this fraction of its own minutes for that, so the build keeps its reserve.
+OVERRUN_FRACTION = 0.1
+
+
+def load_factor() -> float:
+    """How much slower than on an idle host compiles run now: the load average over the cores, 1 to 3."""
+    import os
+
+    try:
+        return min(3.0, max(1.0, os.getloadavg()[0] / max(1, os.cpu_count() or 1)))
+    except OSError:
+        return 1.0
 
 
 class WholeRun:
@@ -79,9 +92,10 @@ class WholeRun:
         left = self.left_s()
         if left is None or self.minutes is None:  # both None together: an unbounded clock
             return None
-        reserve = (3 if timed else 1) * max(MIN_COMPILE_S, before_s) + (4 * time_s if timed else 0.0)
+        reserve = ((3 if timed else 1) * max(MIN_COMPILE_S, before_s) * load_factor()
+                   + (4 * time_s if timed else 0.0))
         if left <= reserve:
             raise OptimizeError(f"--budget minutes={self.minutes:g} does not fit this model: import and profiling "
                                 f"took {before_s:.1f} s, and the build needs about {reserve:.0f} s more, past the "
                                 f"whole run's {self.minutes * 60:.0f} s; nothing written, raise minutes")
-        return (left - reserve) / 60
+        return (left - reserve) * (1 - OVERRUN_FRACTION) / 60
