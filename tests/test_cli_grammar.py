@@ -223,5 +223,5 @@ def test_a_file_after_a_bare_resume_is_the_commands_file(tmp_path, capsys):
     file_before_resume(args, "model", "the ONNX model file")
     assert (args.model, args.resume) == (str(model), LATEST)
     assert main(["optimize", "--resume", "opt-123"]) == 2  # no model at all: one line
-    assert capsys.readouterr().err.strip() == "leka: error: give MODEL, the ONNX model file"
+    assert capsys.readouterr().err.strip() == "leka: error: give MODEL, the ONNX model file (or --list-ops)"
     assert main(["experiment", "run"]) == 2

@@ -27,4 +27,4 @@ def test_unlisted_operator_is_one_line_error_naming_the_node(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "unsupported operator com.microsoft.QLinearSigmoid (node 'qsig', output y)" in err
     assert main(["optimize"]) == 2
-    assert "needs MODEL" in capsys.readouterr().err
+    assert "give MODEL" in capsys.readouterr().err

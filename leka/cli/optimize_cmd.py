@@ -93,17 +93,13 @@ def list_ops(args) -> int:
 def run(args) -> int:
     if args.list_ops:
         return list_ops(args)
-    if not args.model:
-        from leka.errors import LekaError
-
-        raise LekaError("leka optimize needs MODEL (an ONNX file), or --list-ops")
     from leka.executors.cli import executor_from_args
     from leka.optimize.pipeline import OptimizeOptions, optimize
     from leka.optimize.report import LATENCY_HEAD, latency_rows, summary_lines
 
     from .grammar import file_before_resume, print_json
 
-    file_before_resume(args, "model", "the ONNX model file")
+    file_before_resume(args, "model", "the ONNX model file (or --list-ops)")
     if args.executor != "local" and args.jobs != 1:
         from leka.errors import LekaError
 
