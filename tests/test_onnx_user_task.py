@@ -71,3 +71,45 @@ def test_weights_as_constants_are_refused_with_the_fix(tmp_path, capsys):
         "    build=build, reference=lambda x: x[:, :4, 0, 0], flops=1, bytes=1)]\n")
     assert main(["bench", "validate", "--tasks", str(tmp_path / "naive.py"), "--task", "l3-user-naive"]) == 1
     assert "leka.tasks.onnx_task.onnx_task" in capsys.readouterr().out
+
+
+def _lstm(p: Path) -> Path:
+    from tests.test_optimize_rnn import rnn_model
+
+    return rnn_model(p / "lstm.onnx", "LSTM", direction="bidirectional", init_h=True)[0]
+
+
+def _gru(p: Path) -> Path:
+    from tests.test_optimize_rnn import rnn_model
+
+    return rnn_model(p / "gru.onnx", "GRU", linear_before_reset=1)[0]
+
+
+def _qlinearconv(p: Path) -> Path:
+    from tests.test_optimize_quant import qlinearconv_model
+
+    return qlinearconv_model(p / "qconv.onnx", per_channel=True)[0]
+
+
+@pytest.mark.parametrize("make", [_lstm, _gru, _qlinearconv], ids=["lstm", "gru", "qlinearconv"])
+def test_rewritten_models_are_tasks_whose_naive_build_matches_ort(tmp_path, make, capsys):
+    """The rewrites `leka optimize` applies (LSTM/GRU unrolled, QLinearConv expanded) apply to an ONNX task:
+    its weights are the rewritten model's initializers, and the naive build agrees with ONNX Runtime on the
+    file itself (correctness checked, not build-only)."""
+    import json
+
+    import onnx
+
+    path = make(tmp_path)
+    tid = f"l3-user-{path.stem}"  # task ids are process-wide
+    t = onnx_task(path, id=tid, domain="speech-audio")
+    n_file = len(onnx.load(str(path)).graph.initializer)
+    assert len(t.inputs) - 1 > n_file, "the rewrites add initializers, which become weight inputs"
+    (tmp_path / "rewritten.py").write_text(
+        "from pathlib import Path\nfrom leka.tasks.onnx_task import onnx_task\n"
+        f"TASKS = [onnx_task(Path(__file__).with_name({path.name!r}), id={tid!r}, domain='vision')]\n")
+    capsys.readouterr()
+    assert main(["bench", "validate", "--tasks", str(tmp_path / "rewritten.py"), "--task", tid,
+                 "--trials", "2", "--json"]) == 0, capsys.readouterr()
+    (r,) = json.loads(capsys.readouterr().out)["results"]
+    assert r["ok"] and r["status"] != "build_only", r

@@ -28,8 +28,8 @@ def assert_exact(want, got):
         assert diff.max() == 0, f"{(diff > 0).sum()} of {diff.size} values differ, at most by {diff.max()}"
 
 
-@pytest.mark.parametrize("per_channel", [False, True])
-def test_qlinearconv_bit_exact(tmp_path, per_channel):
+def qlinearconv_model(path, per_channel: bool = False) -> tuple:
+    """(path, feeds): one QLinearConv (uint8 activations, int8 weights, int32 bias), stride 2."""
     m = 8
     ws = RNG.uniform(0.002, 0.01, m).astype(np.float32) if per_channel else np.float32(0.004)
     wzp = np.zeros(m, np.int8) if per_channel else np.int8(3)
@@ -38,8 +38,13 @@ def test_qlinearconv_bit_exact(tmp_path, per_channel):
              c("b", RNG.integers(-2000, 2000, m, np.int32))]
     node = helper.make_node("QLinearConv", ["x", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp", "b"], ["y"],
                             pads=[1, 1, 1, 1], strides=[2, 2])
-    path = save(tmp_path / "m.onnx", [node], [vi("x", U8, [1, 3, 16, 16])], [vi("y", U8, [1, m, 8, 8])], inits)
-    assert_exact(*run_both(path, {"x": RNG.integers(0, 256, (1, 3, 16, 16), np.uint8)}))
+    path = save(path, [node], [vi("x", U8, [1, 3, 16, 16])], [vi("y", U8, [1, m, 8, 8])], inits)
+    return path, {"x": RNG.integers(0, 256, (1, 3, 16, 16), np.uint8)}
+
+
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_qlinearconv_bit_exact(tmp_path, per_channel):
+    assert_exact(*run_both(*qlinearconv_model(tmp_path / "m.onnx", per_channel)))
 
 
 @pytest.mark.parametrize("per_column", [False, True])

@@ -10,6 +10,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,24 @@ class LoadedModel:
     inputs: list[TensorInfo]  # graph inputs that are not initializers, with pinned shapes
     outputs: list[str]
     opset: int
+
+    @cached_property
+    def frontend_model(self) -> Any:
+        """The model as TVM's frontend is given it, by every import route (`leka optimize`, ONNX tasks):
+        LSTM/GRU/RNN unrolled over the pinned sequence length (rewrite_rnn) and QOperator nodes rewritten
+        into operators the frontend has (rewrite_quant); `model` itself when neither applies. Its
+        initializers may differ from the file's (added, split): an import with weights as parameters
+        takes these. Computed once, so every caller sees the same initializers. A refusal is one line."""
+        from .rewrite_quant import expand_qoperators
+        from .rewrite_rnn import expand_rnns
+
+        try:
+            return expand_qoperators(expand_rnns(self.model, {i.name: list(i.shape) for i in self.inputs}))
+        except OptimizeError as e:
+            raise OptimizeError(f"{self.path}: {e}") from None
+        except Exception as e:  # onnx's shape inference raises many kinds
+            raise OptimizeError(f"{self.path}: cannot rewrite the model for TVM's ONNX frontend: "
+                                f"{_first_line(e)}") from None
 
 
 def parse_shapes(items: list[str] | None) -> dict[str, tuple[int, ...]]:
@@ -132,20 +151,20 @@ def _load_external_data(model: Any, path: Path) -> None:
                             f"({type(e).__name__}: {str(e).strip()[:160]})") from None
 
 
-def to_relax(loaded: LoadedModel) -> Any:
-    """The model as a Relax IRModule with weights as constants (unsupported operators named with a node)."""
+def to_relax(loaded: LoadedModel, keep_params_in_input: bool = False) -> Any:
+    """`loaded.frontend_model` as a Relax IRModule (unsupported operators named with a node): weights as
+    constants, or with keep_params_in_input as parameters of main after the model's inputs, one per
+    initializer of `loaded.frontend_model` in its order (ONNX tasks: leka/tasks/onnx_task.py)."""
     from tvm.relax.frontend.onnx import from_onnx
-
-    from .rewrite_quant import expand_qoperators
-    from .rewrite_rnn import expand_rnns
 
     shape_dict = {i.name: list(i.shape) for i in loaded.inputs}
     dtype_dict = {i.name: i.dtype for i in loaded.inputs}
-    model = expand_qoperators(expand_rnns(loaded.model, shape_dict))
+    model = loaded.frontend_model
     _check_operators(model, loaded.path)
     try:
         model = fold_shape_arithmetic(model, shape_dict)
-        return from_onnx(model, shape_dict=shape_dict, dtype_dict=dtype_dict, keep_params_in_input=False)
+        return from_onnx(model, shape_dict=shape_dict, dtype_dict=dtype_dict,
+                         keep_params_in_input=keep_params_in_input)
     except Exception as e:
         raise OptimizeError(f"{loaded.path}: TVM's ONNX frontend failed{_failing_node(e)}: {_first_line(e)}") from None
 

@@ -2,10 +2,13 @@
 
 A candidate is TVMScript text, and weights held as module constants print as `metadata[...]`
 references that text cannot carry. So the model is imported with its weights as extra inputs of the
-Relax `main` (x, ..., then every initializer, in file order): the task's inputs are the model's inputs
+Relax `main` (x, ..., then every initializer, in order): the task's inputs are the model's inputs
 plus its initializers, `make_inputs` draws the model's inputs per trial and always passes the
-initializers' own values from the file, and the reference is ONNX Runtime on the file itself.
-File, shape and operator problems are one-line errors naming the fix (see docs/tasks.md).
+initializers' own values, and the reference is ONNX Runtime on the file itself. The import is
+`leka optimize`'s (importer.to_relax on LoadedModel.frontend_model: LSTM/GRU/RNN unrolled, QOperator
+nodes rewritten, operators checked), so the initializers are those of the rewritten model (the file's,
+plus any the rewrites add). File, shape and operator problems are one-line errors naming the fix
+(see docs/tasks.md).
 """
 from __future__ import annotations
 
@@ -65,7 +68,7 @@ def onnx_task(path: str | Path, *, id: str, domain: str, description: str = "", 
                      f"({', '.join(m.group(2).split('x'))})}}", str(e))
         raise LekaError(msg.replace("--shape names", "shapes= names")) from None
     model, src = loaded.model, str(path)
-    weights = [(init.name, numpy_helper.to_array(init)) for init in model.graph.initializer]
+    weights = [(init.name, numpy_helper.to_array(init)) for init in loaded.frontend_model.graph.initializer]
     inputs = tuple(ArgSpec(_arg_name(i.name, n, "x"), i.shape, i.dtype) for n, i in enumerate(loaded.inputs))
     weight_specs = tuple(ArgSpec(_arg_name(n, k, "w"), tuple(a.shape), str(a.dtype)) for k, (n, a) in
                          enumerate(weights))
@@ -93,22 +96,16 @@ def onnx_task(path: str | Path, *, id: str, domain: str, description: str = "", 
                 make_inputs=make_inputs, onnx_model=lambda: model, tags=("graph", "onnx", "user"),
                 extra={"onnx_file": src, "onnx_sha256": loaded.sha256, "onnx_opset": loaded.opset,
                        "onnx_nodes": len(model.graph.node),
-                       "weights": f"{len(weights)} initializers from the file, passed as inputs (fixed values)"})
+                       "weights": f"{len(weights)} initializers ({len(model.graph.initializer)} from the file), "
+                                  f"passed as inputs (fixed values)"})
 
 
 def _relax_with_weight_params(loaded: Any, n_weights: int) -> Any:
-    """The model as Relax with every initializer a parameter of main (after the model's inputs)."""
-    from tvm.relax.frontend.onnx import from_onnx
+    """The model as Relax with every initializer of loaded.frontend_model a parameter of main (after the
+    model's inputs), through the import `leka optimize` uses."""
+    from leka.optimize.importer import to_relax
 
-    from leka.optimize.importer import _check_operators
-
-    _check_operators(loaded.model, loaded.path)
-    try:
-        mod = from_onnx(loaded.model, shape_dict={i.name: list(i.shape) for i in loaded.inputs},
-                        dtype_dict={i.name: i.dtype for i in loaded.inputs}, keep_params_in_input=True)
-    except Exception as e:  # noqa: BLE001 - the frontend raises many kinds
-        raise LekaError(f"{loaded.path}: TVM's ONNX frontend failed: {str(e).strip().splitlines()[0][:300]}") \
-            from None
+    mod = to_relax(loaded, keep_params_in_input=True)
     main = mod["main"]
     if len(main.params) != len(loaded.inputs) + n_weights:
         raise LekaError(f"{loaded.path}: the imported model takes {len(main.params)} parameters, expected "
