@@ -172,7 +172,9 @@ def test_trace_summarises_each_decision_in_one_short_line(tmp_path):
     assert "new kernel source (" in plain.stdout and "T.Buffer" not in plain.stdout
     assert "cpu.tile_vectorize_parallel: …" in plain.stdout  # rule kept, the rest cut at 30 characters
     steps = _cli(["trace", "t-long", "--steps", "--plain"], env)
-    assert "T.Buffer((256, 256)" in steps.stdout  # the whole source stays behind --steps
+    _fits(steps.stdout)
+    steps = _cli(["trace", "t-long", "--steps", "--wide"], env)
+    assert "T.Buffer((256, 256)" in steps.stdout  # the whole source stays behind --steps --wide
     exe = [sys.executable, "-m", "leka.cli.main", "trace", "t-long"]
     text = ANSI.sub("", MOVES.sub("\n", _run_in_pty(exe, env=env)))
     _fits(text)
@@ -232,3 +234,60 @@ def test_remote_status_is_a_short_table_and_json_on_request(tmp_path):
     assert "abcdef" in table and "pending" in table
     said = json.loads(_cli(["remote", "--store", str(tmp_path / "p.sqlite"), "status", "--json"]).stdout)
     assert len(said["runs"]) == 3 and said["runs"][0]["options"]["tune"]["policy"]["knob_59"] == 59
+
+
+# --- piped tables fit 80 columns too (issue 24 item 4) ----------------------------------------------------
+
+LONG_IDS = ["l2-mbv2_inverted_residual_s1_nhwc-28x28x32x192x32-f16",
+            "l1-normalize_imagenet_hwc_u8_to_chw_f32-224x224-u8",
+            "l1-warp_affine_bilinear_u8_to_f32-480x640x112x112-u8-with-a-user-suffix"]
+
+
+def _three_runs(db) -> list[str]:
+    from leka.bench.store import ResultStore
+
+    runs = []
+    with ResultStore(db) as store:
+        for k, method in enumerate(["tvm-naive", "leka", "tvm-dlight"]):
+            run = store.create_run(method, "host-cpu", {})
+            for i, task in enumerate(LONG_IDS):
+                ok = (i + k) % 3 != 1
+                store.add_sample(run, {"task": task, "target": "host-cpu", "method": method, "sample_idx": 0,
+                                       "compiled": True, "correct": ok, "failure": None if ok else "wrong",
+                                       "speedup": 1.0 + i + k if ok and i else None,
+                                       "baseline": "tvm-naive" if ok and i else None, "compile_s": 12.5})
+            runs.append(run)
+    return runs
+
+
+def test_piped_bench_tables_fit_80_columns_unless_wide(tmp_path, capsys):
+    from leka.cli.main import main
+
+    db = tmp_path / "results.sqlite"
+    runs = _three_runs(db)
+    for argv in (["bench", "list", "--level", "1"], ["bench", "runs", "--store", str(db)],
+                 ["bench", "compare", *runs, "--store", str(db)]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out  # captured: not a terminal, so the plain table
+        table = [ln for ln in out.splitlines() if not re.match(r"[A-C] = ", ln)]  # not the run legend lines
+        _fits("\n".join(table))
+    assert re.search(r"l1-warp_affine\S*…\S*user-suffix ", out)  # cut from the middle: both ends kept
+    assert main(["bench", "compare", *runs, "--store", str(db), "--wide"]) == 0
+    wide = capsys.readouterr().out
+    assert LONG_IDS[2] in wide and max(len(ln) for ln in wide.splitlines()) > 80
+    assert main(["bench", "list", "--level", "1", "--tsv"]) == 0  # scripts get every column whole
+    assert max(len(ln) for ln in capsys.readouterr().out.splitlines()) > 80
+
+
+def test_piped_remote_status_fits_80_columns(tmp_path, capsys):
+    from leka.cli.main import main
+    from leka.remote.pending import PendingStore
+
+    store = PendingStore(tmp_path / "p.sqlite")
+    for i, task in enumerate(LONG_IDS):
+        store.set_run(f"leka-20261205-0101{i:02d}-abcdef", {"tune": {"task_id": task, "target": "cuda"}}, "pending")
+    store._db.close()
+    assert main(["remote", "--store", str(tmp_path / "p.sqlite"), "status"]) == 0
+    out = capsys.readouterr().out
+    _fits(out[:out.index("open measurement")])
+    assert re.search(r"l1-warp_affine\S*…\S*user-suffix ", out)

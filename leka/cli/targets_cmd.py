@@ -11,9 +11,8 @@ def register(sub) -> None:
                        description="List target presets: name, TVM target (dict), runnable on this machine, "
                                    "and the hardware facts used for rooflines, prompts and memory budgets.")
     p.add_argument("--json", action="store_true", help="print a JSON list of presets")
-    p.add_argument("--wide", action="store_true", help="every column: also the notes (why a target cannot run here) "
-                                                      "and the TVM target (wider than 80 columns)")
-    add_output_flags(p)
+    add_output_flags(p, wide="every column: also the notes (why a target cannot run here) and the TVM target "
+                             "(wider than 80 columns)")
     p.set_defaults(func=run)
 
 

@@ -26,7 +26,8 @@ def register(sub) -> None:
                     "step (rejected ones with their failure) and the routing decisions.")
     p.add_argument("run", nargs="?", help="run id, or a unique prefix of one (see --list)")
     p.add_argument("--list", action="store_true", help="list recent runs")
-    p.add_argument("--steps", action="store_true", help="also show every proposal of every step")
+    p.add_argument("--steps", action="store_true", help="also show every proposal of every step (cut to 80 columns when piped: "
+                                                             "--wide for each one whole)")
     add_out(p, "write every accepted decision's kernel (and best.py) into the folder PATH as TVMScript files "
                "with their `# leka:` header", "--export")
     p.add_argument("--tasks", action="append", default=[], metavar="PATH",
