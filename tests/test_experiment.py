@@ -88,7 +88,7 @@ def _serve(monkeypatch, responder):
     return srv
 
 
-def test_ablation_config_against_fake_openai_server(tmp_path, monkeypatch):
+def test_ablation_config_against_fake_openai_server(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LEKA_HOME", str(tmp_path / "home"))
     methods = [m for m in _ablation()["method"] if m["method"] != "metaschedule"]  # MetaSchedule: slow test
     for m in methods:
@@ -101,6 +101,7 @@ def test_ablation_config_against_fake_openai_server(tmp_path, monkeypatch):
         argv = ["experiment", "run", str(cfg), "--llm", "openai:gpt-test", "--base-url", srv.url + "/v1",
                 "--store", str(store), "--out", str(out)]
         assert main(argv) == 0
+        printed = capsys.readouterr().out.splitlines()  # the arms table through the one writer, piped: 80 columns
         bodies = [r["body"] for r in srv.requests]
         served = srv.count
         # resume: everything is done, nothing is asked again
@@ -113,6 +114,8 @@ def test_ablation_config_against_fake_openai_server(tmp_path, monkeypatch):
     for label in ("leka", "leka-schedule-only", "leka-no-feedback", "direct", "codeloop"):
         assert f"| {label} | host-cpu | all |" in table
     assert "openai:gpt-test" in table and (out / "report.html").is_file()
+    assert printed and max(map(len, printed)) <= 80 and "table.md" in printed[-1]
+    assert any(line.startswith("leka-no-feedback ") for line in printed), printed
     rows = json.loads((out / "results.json").read_text())["rows"]
     loop = next(r for r in rows if r["method"] == "codeloop" and r["level"] == "all")
     assert loop["spent"]["calls"] == 3 and loop["Correct@1"] == 1.0

@@ -3,6 +3,7 @@ ADDR]`: run a declarative experiment (experiments/configs/*.toml) into the resul
 and report."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from leka.executors.cli import add_executor_flags
 
 from .grammar import LATEST, add_json, add_llm, add_out, add_resume
+from .tables import add_output_flags
 
 
 def register(sub) -> None:
@@ -25,7 +27,8 @@ def register(sub) -> None:
     q.add_argument("--store", help="SQLite file (default .leka/results.sqlite)")
     add_out(q, "report folder (default a fresh experiments/results/NAME-YYYYMMDD-HHMMSS); a folder that already "
                "holds files is refused unless --force (or --resume)")
-    add_json(q, "the results (results.json) instead of the Markdown table")
+    add_json(q, "the results (results.json) instead of the arms table")
+    add_output_flags(q)
     q.add_argument("--force", action="store_true", help="write the report into an --out folder that holds files "
                                                         "(table.md, report.html, results.json are replaced)")
     add_executor_flags(q, rpc=False, unit="(method, task, sample); all of the table's at once",
@@ -64,9 +67,28 @@ def cmd_run(args) -> int:
         if executor is not None:
             executor.close()
     paths = write_experiment_report(cfg, store, result, out)
-    print(paths["json" if args.json else "md"].read_text())
+    if args.json:
+        print(paths["json"].read_text())
+    else:
+        _print_arms(json.loads(paths["json"].read_text()), args)
     print(f"wrote {paths['md']}, {paths['html']}, {paths['json']} (store {store.path})", file=sys.stderr)
     return 0
+
+
+# The arms table on the terminal, through the one table writer (80 columns piped, --wide for all); the
+# Markdown and HTML files keep every column and the per-backend/level table.
+ARM_KINDS = {"arm": ("id", False), "proposer": ("name", True), "picks by position": ("desc", True),
+             "Correct@1": ("num", False), "Fast@1.0": ("num", False), "geomean": ("num", False)}
+
+
+def _print_arms(report: dict, args) -> None:
+    from leka.experiment.arms import ARM_HEAD, arm_cells
+
+    from .tables import Col, output_mode, render
+
+    cols = [Col(name, *ARM_KINDS.get(name, ("num", True))) for name in ARM_HEAD]
+    render(report.get("model") or None, cols, [arm_cells(r) for r in report.get("arms", [])], output_mode(args),
+           caption="by backend and level, runs, plots: table.md and report.html")
 
 
 def _out_folder(args, name: str) -> Path:
