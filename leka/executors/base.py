@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import socket
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Generator, Iterable, Iterator, Protocol
 
 from leka.errors import LekaError
 
@@ -111,8 +111,9 @@ class SampleOutcome:
 class Executor(Protocol):
     name: str
 
-    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Iterator[JobDone]:
-        """Every job's outcome, in the order they finish; on_event gets PLACED and the jobs' own events."""
+    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Generator[JobDone, None, None]:
+        """Every job's outcome, in the order they finish; on_event gets PLACED and the jobs' own events. Closing
+        the generator early stops the jobs still queued or running."""
         ...
 
     def run(self, specs: Iterable[SampleSpec], on_event: EventSink | None = None) -> Iterator[SampleOutcome]:
