@@ -3,11 +3,11 @@
 A job is a module-level function and a plain-data payload (so it can travel to another process or node),
 `fn(payload, ctx)`; `ctx` knows where the job runs and forwards the job's progress events to the driver. Three
 kinds of work fan out through it: benchmark samples (`SampleSpec`, run by `sample_job`; a `SampleOutcome` holds
-the finished attempt as plain dict records), the kernels of `leka optimize` (leka/optimize/tune.py, `run_job`)
-and the cells of `leka experiment run`. The driver alone writes the stores (leka/executors/fanout.py, and
-leka.bench.runner.run_benchmark for a run in this process). `run_sample` runs one attempt
-(leka.bench.runner.attempt) wherever it is: the local executor in this process (with the driver's evaluator
-and budget, `LocalEnv`), the Ray executor inside a Ray task.
+the finished attempt as plain dict records), the kernels of `leka optimize` (leka/executors/tuning.py, jobs of
+leka.optimize.tune.run_tuning_job) and the cells of `leka experiment run`. The driver alone writes the stores
+(leka/executors/fanout.py, and leka.bench.runner.run_benchmark for a run in this process). `run_sample` runs one
+attempt (leka.bench.runner.attempt) wherever it is: the local executor in this process (with the driver's
+evaluator and budget, `LocalEnv`), the pool executor in a worker process, the Ray executor inside a Ray task.
 """
 from __future__ import annotations
 
