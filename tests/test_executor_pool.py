@@ -75,3 +75,64 @@ def test_stopping_early_terminates_running_jobs_and_starts_no_queued_one():
     assert time.monotonic() - t0 < 15
     assert not any(p.is_alive() for p in children), "a job outlived the driver"
     assert "never" not in {k for k, _kind, _p in events}
+
+
+class _Scripted:
+    """An executor that runs nothing: each job's outcome is scripted by its key (a Winner, a list, or an error)."""
+
+    name = "scripted"
+
+    def __init__(self, script):
+        self.script, self.seen = script, []
+
+    def run_jobs(self, fn, jobs, on_event=None):
+        from leka.executors.base import JobDone, where
+
+        for job in jobs:
+            self.seen.append((fn, job))
+            on_event(job.key, PLACED, where("scripted", "node-1"))
+            out = self.script[job.key]
+            yield JobDone(job, error=out) if isinstance(out, str) else JobDone(job, out, where={"node": "node-1"})
+
+
+def test_optimize_fans_searches_and_the_quick_pass_out_through_one_function(tmp_path):
+    """tune_on_executor: a job per searched kernel with the round's attempt, the quick pass last with `until`;
+    a failed job keeps its kernel's default (crashed_winner, not stored); decisions stored as they come back."""
+    from leka.executors.base import where
+    from leka.executors.progress import node_label
+    from leka.executors.tuning import tune_on_executor
+    from leka.optimize.db import TuningDB, Winner, target_key
+    from leka.optimize.extract import KernelSpec
+    from leka.optimize.profile import KernelProfile
+    from leka.optimize.tune import QUICK_KEY, QuickJob, TuneJob, run_tuning_job
+    from leka.targets import get_target
+
+    def prof(key, budget=None, quick=False):
+        return KernelProfile(KernelSpec(key, key, [key], 1, "", []), 1.0, 0.3, budget, quick=quick, quick_minutes=0.5)
+
+    def decided(key, source=None):
+        return Winner(key, f"k-{key}", source, 2.0 if source else None, None, None, "m", "run", None,
+                      {"correct": True, "measured_speedup": 2.0 if source else 1.0})
+
+    preset = get_target("host-cpu")
+    profs = [prof("a", "minutes=1"), prof("b", "minutes=1"), prof("q1", quick=True), prof("q2", quick=True)]
+    ex = _Scripted({"a": decided("a", "src-a"), "b": "worker process died (exit code -9)",
+                    QUICK_KEY: [decided("q1", "src-q1"), decided("q2")]})
+    events = []
+    with TuningDB(tmp_path / "t.db") as db:
+        got = tune_on_executor(ex, profs, preset, "m", {}, "run", db, lambda *e: events.append(e), until=123.0,
+                               attempt=2)
+        tkey = target_key(preset)
+        stored = {k: db.get(k, tkey) for k in ("a", "b", "q1", "q2")}
+    assert [job.key for _fn, job in ex.seen] == ["a", "b", QUICK_KEY]
+    assert all(fn is run_tuning_job for fn, _job in ex.seen)
+    a, _b, quick = (job.payload for _fn, job in ex.seen)
+    assert isinstance(a, TuneJob) and a.attempt == 2 and a.budget == "minutes=1"
+    assert isinstance(quick, QuickJob) and [s.key for s in quick.specs] == ["q1", "q2"] and quick.until == 123.0
+    assert quick.minutes == 1.0  # the quick kernels' minutes pooled
+    assert got["b"].source is None and "exit code -9" in got["b"].detail["error"]
+    assert got["a"].detail["where"] == {"node": "node-1"} and got["q1"].source == "src-q1"
+    assert stored["a"].source == "src-a" and stored["b"] is None  # a crash is tried again next run
+    assert stored["q1"].source == "src-q1" and stored["q2"] is not None  # a settled default is remembered
+    assert [k for k, kind, _ in events if kind == "done"] == ["a", "b", "q1", "q2"]
+    assert ("a", PLACED, node_label(where("scripted", "node-1"))) in events  # the view gets the node's label
