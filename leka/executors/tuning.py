@@ -40,7 +40,12 @@ def tune_on_executor(executor: Executor, profs: list[Any], preset: Any, method: 
     jobs = [Job(k, payload, timed=not rpc, gpu=gpu) for k, (payload, _ps) in work.items()]
 
     def event(key: str, kind: str, payload: Any) -> None:
-        on_event(key, kind, node_label(payload) if kind == PLACED else payload)  # PLACED: the node, as a label
+        if kind != PLACED:
+            on_event(key, kind, payload)
+            return
+        kernels = [p.spec.key for p in work[key][1]] if key in work else [key]  # the quick pass decides several
+        for k in kernels:
+            on_event(k, kind, node_label(payload))  # the node, as a label
 
     done: dict[str, Any] = {}
     with closing(executor.run_jobs(run_tuning_job, jobs, event)) as outcomes:  # closed early: its jobs stop
