@@ -3,18 +3,18 @@
 A job is a module-level function and a plain-data payload (so it can travel to another process or node),
 `fn(payload, ctx)`; `ctx` knows where the job runs and forwards the job's progress events to the driver. Three
 kinds of work fan out through it: benchmark samples (`SampleSpec`, run by `sample_job`; a `SampleOutcome` holds
-the finished attempt as plain dict records), the kernels of `leka optimize` (leka/optimize/tune.py, `run_job`)
-and the cells of `leka experiment run`. The driver alone writes the stores (leka/executors/fanout.py, and
-leka.bench.runner.run_benchmark for a run in this process). `run_sample` runs one attempt
-(leka.bench.runner.attempt) wherever it is: the local executor in this process (with the driver's evaluator
-and budget, `LocalEnv`), the Ray executor inside a Ray task.
+the finished attempt as plain dict records), the kernels of `leka optimize` (leka/executors/tuning.py, jobs of
+leka.optimize.tune.run_tuning_job) and the cells of `leka experiment run`. The driver alone writes the stores
+(leka/executors/fanout.py, and leka.bench.runner.run_benchmark for a run in this process). `run_sample` runs one
+attempt (leka.bench.runner.attempt) wherever it is: the local executor in this process (with the driver's
+evaluator and budget, `LocalEnv`), the pool executor in a worker process, the Ray executor inside a Ray task.
 """
 from __future__ import annotations
 
 import os
 import socket
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Callable, Generator, Iterable, Iterator, Protocol
 
 from leka.errors import LekaError
 
@@ -111,8 +111,9 @@ class SampleOutcome:
 class Executor(Protocol):
     name: str
 
-    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Iterator[JobDone]:
-        """Every job's outcome, in the order they finish; on_event gets PLACED and the jobs' own events."""
+    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Generator[JobDone, None, None]:
+        """Every job's outcome, in the order they finish; on_event gets PLACED and the jobs' own events. Closing
+        the generator early stops the jobs still queued or running."""
         ...
 
     def run(self, specs: Iterable[SampleSpec], on_event: EventSink | None = None) -> Iterator[SampleOutcome]:

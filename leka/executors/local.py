@@ -3,7 +3,7 @@ isolated evaluator worker, kept across samples of the same target and evaluation
 from __future__ import annotations
 
 import atexit
-from typing import Iterable, Iterator
+from typing import Generator, Iterable, Iterator
 
 from .base import (EVALUATORS, PLACED, EventSink, Job, JobContext, JobDone, JobFn, LocalEnv, SampleOutcome,
                    SampleSpec, run_samples, where)
@@ -20,7 +20,7 @@ class LocalExecutor:
         if env is None:
             atexit.register(self.close)
 
-    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Iterator[JobDone]:
+    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Generator[JobDone, None, None]:
         placed = where(self.name)
         send = (lambda item: on_event(*item)) if on_event is not None else None
         for job in jobs:

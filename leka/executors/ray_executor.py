@@ -13,7 +13,7 @@ import os
 import queue as queue_mod
 import socket
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Generator, Iterable, Iterator
 
 from leka.errors import LekaError
 
@@ -92,7 +92,7 @@ class RayExecutor:
             opts["resources"] = {TIMING_RESOURCE: 1}
         return opts
 
-    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Iterator[JobDone]:
+    def run_jobs(self, fn: JobFn, jobs: Iterable[Job], on_event: EventSink | None = None) -> Generator[JobDone, None, None]:
         ray = self._ray
         remote = ray.remote(_ray_job)
         events = None

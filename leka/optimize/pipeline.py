@@ -42,7 +42,7 @@ class OptimizeOptions:
     time_s: float = 1.0  # minimum seconds per build in the end-to-end latency comparison (0: skip it)
     quiet: bool = False
     rpc: str | None = None  # TRACKER_HOST:PORT:KEY: kernels are measured on that remote device
-    executor: Any = None  # a leka.executors executor (Ray): one job per kernel; None: --jobs local processes
+    executor: Any = None  # a leka.executors executor (Ray): one job per kernel; None: the pool, --jobs processes
     remote: bool = False  # kernels tuned by runs measured on a remote host, in rounds (optimize/remote.py)
     remote_store: str | None = None  # the pending-measurement store (default leka.remote.pending.default_pending_path())
     remote_steps: int = REMOTE_STEPS  # search steps (remote rounds) per kernel run; finalize's re-measure is one more
@@ -159,7 +159,6 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
     from leka.budget import Budget
 
     from .rounds import settles, tune_in_rounds
-    from .tune import tune_all
 
     minutes = Budget.parse(opts.budget).limits.get("minutes")  # tuning's minutes: re-verifying counts in them
     until = time.time() + minutes * 60 if minutes and preset.runnable else None
@@ -181,19 +180,17 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
             new, waiting = tune_remote([p for p in profs if p.spec.key not in decisions], preset, opts, run_id, db,
                                        view.event)
             return {**decisions, **new}, waiting, "remote rounds"
-        if opts.executor is not None:  # the searched kernels as jobs of an executor (leka/executors: Ray)
-            from leka.executors.tuning import tune_on_executor
+        from leka.executors.pool import PoolExecutor
+        from leka.executors.tuning import tune_on_executor
 
-            decisions.update(tune_on_executor(opts.executor, profs, preset, opts.method, opts.method_options(),
-                                              run_id, db, view.event, rpc=opts.rpc))
-        rest = [p for p in profs if p.spec.key not in decisions]
+        executor = opts.executor if opts.executor is not None else PoolExecutor(opts.jobs)  # --jobs processes here
 
         def tune(todo: list[KernelProfile], attempt: int) -> dict[str, Winner]:
-            return tune_all(todo, preset, opts.method, opts.method_options(), run_id, db, opts.jobs, view.event,
-                            rpc=opts.rpc, until=until, attempt=attempt)
+            return tune_on_executor(executor, todo, preset, opts.method, opts.method_options(), run_id, db, view.event,
+                                    rpc=opts.rpc, until=until, attempt=attempt)
 
-        everyone = profs if opts.executor is None else rest  # kernels tuned on Ray are not re-run here
-        tuned, note = tune_in_rounds(rest, everyone, {**decisions, **incumbents}, tune, preset, db, until, view.say)
+        rest = [p for p in profs if p.spec.key not in decisions]
+        tuned, note = tune_in_rounds(rest, profs, {**decisions, **incumbents}, tune, preset, db, until, view.say)
         view.say(note)
         decisions.update(tuned)
     return decisions, None, note

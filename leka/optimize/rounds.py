@@ -110,8 +110,8 @@ def tune_in_rounds(first: list[KernelProfile], everyone: list[KernelProfile], kn
                    say: Callable[[str], None]) -> tuple[dict[str, Winner], str]:
     """Tune `first` (as profiled; `known`: the decisions so far, db entries settled or incumbent), then, while
     minutes are left, those of `everyone` whose search is not exhausted; returns the decisions and a one-line note
-    on how the budget ended. `tune(profs, attempt)` runs tune.tune_all (attempt: the round, a new search's seed
-    and agent run)."""
+    on how the budget ended. `tune(profs, attempt)` runs leka.executors.tuning.tune_on_executor (attempt: the
+    round, a new search's seed and agent run)."""
     tkey, decisions, rounds, todo = target_key(preset), dict(known), 0, first
     while True:
         for key, w in tune(todo, rounds).items():

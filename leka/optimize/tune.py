@@ -1,32 +1,31 @@
-"""Tune each kernel with a registered method, in worker processes, with live progress.
+"""The jobs that tune a model's kernels, and the rules that decide them.
 
-Each job builds its own Evaluator and runs `method.run(task, target, ctx)` under the kernel's share of the
-budget. The method's final answer is the decision: a correct candidate faster than the default build (as
-the evaluator re-measured it) replaces the kernel; otherwise the default build stays. Decisions go to the
+The jobs run wherever an executor puts them (leka/executors/tuning.py `tune_on_executor`: a fresh local worker
+process per job by default, one Ray task per job with --executor ray); run_tuning_job is their one entry point.
+Each job builds its own Evaluator and runs `method.run(task, target, ctx)` under the kernel's share of the budget.
+The method's final answer is the decision: a correct candidate faster than the default build (as the evaluator
+re-measured it) replaces the kernel; otherwise the default build stays. The driver writes the decisions to the
 tuning database as they finish, so an interrupted optimisation loses no finished kernel (--resume).
 Kernels under the share threshold are not searched: one job (run_quick) judges the offline rules' first
 candidates for each of them once, within their pooled slice of the time (profile.QUICK_FRACTION).
 """
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import queue as queue_mod
 import signal
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from .db import TuningDB, Winner, target_key
+from .db import TuningDB, Winner
 from .extract import KernelSpec, make_task
-from .profile import KernelProfile
 from .rounds import quick_how, search_how
 
 # A winner must beat the default build by more than timing noise (docs: "fast" means beyond the noise).
 MIN_SPEEDUP = 1.05
 QUICK_CANDIDATES = 2  # offline-rule candidates judged per kernel in the quick pass
-QUICK_KEY = "quick-pass"  # the quick job's key among the running jobs (not a kernel key)
+QUICK_KEY = "quick-pass"  # the quick job's key among an executor's jobs (not a kernel key)
 
 
 @dataclass
@@ -162,6 +161,12 @@ def _quick_one(spec: KernelSpec, preset: Any, proposer: Any, ev: Any, run_id: st
                   "quick-rules", run_id, None, detail)
 
 
+def run_tuning_job(job: "TuneJob | QuickJob", events: Any = None) -> Winner | list[Winner]:
+    """An executor's job of `leka optimize`: one kernel's search (a Winner) or the quick pass (a list of them).
+    `events`: anything with put((key, kind, payload)), an executor's JobContext or a queue."""
+    return run_quick(job, events) if isinstance(job, QuickJob) else run_job(job, events)
+
+
 def noise_floor(res: dict[str, Any]) -> float:
     """The speedup a winner must exceed: MIN_SPEEDUP, raised by the uncertainty of the two medians (half
     their relative IQRs over sqrt(rounds)), so a loaded machine asks for a clearer gain."""
@@ -192,73 +197,3 @@ def is_winner(res: dict[str, Any]) -> bool:
     paired = ((res.get("detail") or {}).get("timing") or {}).get("paired_speedup_median")
     return (bool(res.get("correct")) and (res.get("speedup") or 0) > noise_floor(res)
             and (paired is None or paired > MIN_SPEEDUP))
-
-
-def tune_all(profs: list[KernelProfile], preset: Any, method: str, options: dict[str, Any], run_id: str,
-             db: TuningDB, jobs: int, on_event: Callable[[str, str, Any], None],
-             rpc: str | None = None, until: float | None = None, attempt: int = 0) -> dict[str, Winner]:
-    """Tune every kernel with a budget and pass the quick ones (neither already decided in the db); returns the
-    new decisions by key. `until`: when the whole minutes budget ends (epoch seconds), the quick pass's
-    deadline if later than its own share."""
-    tkey = target_key(preset)
-    todo = [p for p in profs if p.budget is not None]
-    quick = [p for p in profs if p.quick and p.budget is None and preset.runnable and db.get(p.spec.key, tkey) is None]
-    if not todo and not quick:
-        return {}
-    target = preset.target if preset.name == "custom" else preset.name
-    home = os.environ.get("LEKA_HOME")
-    ctx = mp.get_context("spawn")  # TVM's thread pools do not survive fork
-    manager = ctx.Manager()
-    events = manager.Queue()
-    # One fresh process per kernel (maxtasksperchild=1); a Pool, unlike ProcessPoolExecutor, can be terminated.
-    pool = ctx.Pool(processes=max(1, jobs), maxtasksperchild=1)
-    try:
-        running: dict[str, tuple[Any, list[KernelProfile]]] = {  # AsyncResults of a Winner or a quick pass's list
-            p.spec.key: (pool.apply_async(run_job, (TuneJob(p.spec, target, method, options, p.budget or "",
-                                                            run_id, home, rpc, attempt), events)), [p])
-            for p in todo}
-        if quick:  # after the searched kernels: they matter more if the time runs out
-            limit = None if any(p.quick_minutes is None for p in quick) else sum(p.quick_minutes or 0 for p in quick)
-            job = QuickJob([p.spec for p in quick], target, run_id, home, limit, rpc, until)
-            running[QUICK_KEY] = (pool.apply_async(run_quick, (job, events)), quick)
-        return _collect(running, events, on_event, db, tkey, method, run_id)
-    except BaseException:  # Ctrl-C or a failure here: stop the jobs (each closes its evaluator on SIGTERM)
-        pool.terminate()
-        raise
-    finally:
-        pool.close()
-        pool.join()
-        manager.shutdown()
-
-
-def _collect(running: dict[str, tuple[Any, list[KernelProfile]]], events: Any,
-             on_event: Callable[[str, str, Any], None], db: TuningDB, tkey: str, method: str,
-             run_id: str) -> dict[str, Winner]:
-    """Decisions as the jobs finish, each stored in the db at once (what --resume relies on)."""
-    done: dict[str, Winner] = {}
-    while running:
-        time.sleep(0.3)
-        _drain(events, on_event)
-        for key in [k for k, (res, _p) in running.items() if res.ready()]:
-            res, profs = running.pop(key)
-            try:
-                got = res.get()
-                winners = got if isinstance(got, list) else [got]
-            except Exception as e:  # a method that crashed: the default build stays, the reason is kept
-                winners = [crashed_winner(p.spec.key, p.spec.task_id, method, run_id,
-                                          f"{type(e).__name__}: {str(e)[:300]}", p.budget) for p in profs]
-            for w in winners:
-                record_decision(db, w, tkey)
-                done[w.kernel_key] = w
-                on_event(w.kernel_key, "done", w)
-    _drain(events, on_event)
-    return done
-
-
-def _drain(events: Any, on_event: Callable[[str, str, Any], None]) -> None:
-    while True:
-        try:
-            key, kind, payload = events.get_nowait()
-        except (queue_mod.Empty, EOFError, OSError):
-            return
-        on_event(key, kind, payload)
