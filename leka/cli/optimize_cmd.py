@@ -26,7 +26,8 @@ def register(sub) -> None:
                "A winner that breaks the model's build is dropped (bisected; the manifest's 'dropped' says why) "
                "and the rest still written.\n"
                "Exit status: 0 written, 1 the build disagrees with ONNX Runtime or fails even with no winner "
-               "(nothing written), 2 bad input. Docs: docs/optimize.md",
+               "(nothing written), 2 bad input, 4 the model does not fit --budget minutes (nothing written; the "
+               "tuning db keeps the kernels decided). Docs: docs/optimize.md",
         formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
     p.add_argument("model", nargs="?", help="ONNX model file")
     p.add_argument("--list-ops", action="store_true",

@@ -13,7 +13,16 @@ import time
 from contextlib import contextmanager
 from typing import Iterator
 
+from leka.errors import ExitCode
+
 from . import OptimizeError
+
+
+class MinutesExceeded(OptimizeError):
+    """The whole run does not fit --budget minutes: nothing written; exit 4 (the budget ran out first), and
+    the kernels already decided stay in the tuning db for a run with more minutes."""
+
+    exit_code = ExitCode.BUDGET
 
 # The build and what follows it (verification, the latency comparison) take about what import and profiling
 # took (profiling compiles every distinct kernel once), once per model compiled: the optimised build, and the
@@ -48,9 +57,9 @@ class WholeRun:
     def left_s(self) -> float | None:
         return None if self.deadline is None else self.deadline - self._clock()
 
-    def over(self, stage: str) -> OptimizeError:
+    def over(self, stage: str) -> MinutesExceeded:
         assert self.minutes is not None  # only a bounded clock runs over
-        return OptimizeError(f"--budget minutes={self.minutes:g} does not fit this model: {stage} reached "
+        return MinutesExceeded(f"--budget minutes={self.minutes:g} does not fit this model: {stage} reached "
                              f"{self.elapsed():.1f} s of the whole run's {self.minutes * 60:.0f} s (import, "
                              "profiling, tuning and the build all count); nothing written, raise minutes")
 
@@ -95,7 +104,7 @@ class WholeRun:
         reserve = ((3 if timed else 1) * max(MIN_COMPILE_S, before_s) * load_factor()
                    + (4 * time_s if timed else 0.0))
         if left <= reserve:
-            raise OptimizeError(f"--budget minutes={self.minutes:g} does not fit this model: import and profiling "
+            raise MinutesExceeded(f"--budget minutes={self.minutes:g} does not fit this model: import and profiling "
                                 f"took {before_s:.1f} s, and the build needs about {reserve:.0f} s more, past the "
                                 f"whole run's {self.minutes * 60:.0f} s; nothing written, raise minutes")
         return (left - reserve) * (1 - OVERRUN_FRACTION) / 60
