@@ -37,7 +37,7 @@ def test_compare_prints_runs_side_by_side(two_runs, capsys):
     assert "t-one\t1.00x\t3.00x\t3.00x" in lines
     assert "t-two\t2.00x\twrong\t—" in lines
     assert "t-three\t—\tcorrect, not timed\t—" in lines
-    assert f"B = {b} (leka on host-cpu)" in lines
+    assert f"B\t{b}\tleka\thost-cpu" in lines  # the run legend, a table like the others
     assert main(["bench", "compare", a, "--store", str(db)]) == 2
     assert "two or more runs" in capsys.readouterr().err
 

@@ -74,8 +74,9 @@ def cmd_compare(args) -> int:
     if len(letters) > 1:
         cols.append(Col(f"{letters[-1]}/A", "num"))
     render("speedup per task (median of correct samples vs each run's baseline)", cols, data["task_rows"], mode)
-    for letter, row in zip(letters, data["summary"]):
-        print(f"{letter} = {row[0]} ({row[1]} on {row[2]})")
+    render("runs", [Col("", "id"), Col("run", "id"), Col("method", "name", optional=True),
+                    Col("target", "name", optional=True)],
+           [[letter, *row[:3]] for letter, row in zip(letters, data["summary"])], mode)
     return 0
 
 
