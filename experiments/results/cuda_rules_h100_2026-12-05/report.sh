@@ -1,10 +1,10 @@
 #!/bin/bash
 # Back here, from the worktree root, after the two device calls of run.sh (dev, test):
-#   bash experiments/results/cuda_rules_h200_2026-12-05/report.sh DEV_FILES_AT TEST_FILES_AT
+#   bash experiments/results/cuda_rules_h100_2026-12-05/report.sh DEV_FILES_AT TEST_FILES_AT
 # (each the files_at folder of its call, holding results_SPLIT.tgz, multi_SPLIT.log, gpu_SPLIT.txt).
 # Unpacks the results into .leka/gpu23/SPLIT/{before,after}, copies the logs here, reports each set
 # (experiments/cuda_slice_report.py: best proposal and what ships, vs dlight) and after against before.
-R=experiments/results/cuda_rules_h200_2026-12-05
+R=experiments/results/cuda_rules_h100_2026-12-05
 PY=${PY:-/work/main/.venv/bin/python}
 export PYTHONPATH=$PWD
 set -e

@@ -1,7 +1,7 @@
 #!/bin/bash
-# GPU rules of issue 23 item 2, before (main at 7160775) and after (branch h23), on the H200.
+# GPU rules of issue 23 item 2, before (main at 7160775) and after (branch h23), on the GPU host (the call of 2026-12-05 got an H100 80GB HBM3).
 # From the worktree root on the device machine, one call per split (carry .gpu-bundle and .leka/gpu23):
-#   bash experiments/results/cuda_rules_h200_2026-12-05/run.sh dev     (then: ... run.sh test)
+#   bash experiments/results/cuda_rules_h100_2026-12-05/run.sh dev     (then: ... run.sh test)
 # Job folders made here: experiments/cuda_slice.py prepare --tasks @{dev,test}_tasks.txt --k 6 --trials 2
 # --task-timeout 240 into .leka/gpu23/SPLIT/{before,after} (before: run from a worktree of main). Before and after jobs of a task run one after the other (timing is
 # one job at a time), so clock drift falls on both alike. Results: $OUT/results_SPLIT.tgz (result.json and
