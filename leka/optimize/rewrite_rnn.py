@@ -203,69 +203,101 @@ class _Builder:
             name = self.emit("Transpose", [name], perm=[1, 0, 2])
         return self.emit("Gather", [name, self.const(np.array(d, np.int64))], axis=0)
 
-    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[list[str], str, str]:
-        """(hidden state per time step in time order, last hidden, last cell) of direction d."""
+    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[list[str], str]:
+        """(state per time step in time order, last state) of direction d; a state is what _hidden and _cell
+        read h and c from (LSTM: [h | c], [batch, 2*hidden]; GRU, RNN: h)."""
         hs, g = self.hidden, GATES[self.op]
         b = self.weight(3, "B")
         b = np.zeros((g * 2 * hs,), self.dtype) if b is None else b[d]
         wb, rb = b[:g * hs], b[g * hs:]
         bias = wb + rb
-        if self.op == "GRU":  # the h gate's recurrent bias stays with the recurrent term
+        if self.op == "GRU" and self.attrs.get("linear_before_reset", 0):  # r multiplies h's recurrent bias
             bias = np.concatenate([wb[:2 * hs] + rb[:2 * hs], wb[2 * hs:]])
-        # every step's input projection at once, as rows t*batch .. (t+1)*batch of a 2-d [seq*batch, gates*hidden]
-        x2 = self.emit("Reshape", [x, self.const(np.array([self.seq * self.batch, -1], np.int64), "shape")])
-        xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(w[d].T, "W")]),
-                               self.const(bias.astype(self.dtype), "B")])
-        steps = self._split_rows(xw)
-        rt = r[d].T
-        h = self._initial(5, d)
-        c = self._initial(6, d) if self.op == "LSTM" else ""
+        parts = 3 if self.op == "GRU" and not self.attrs.get("linear_before_reset", 0) else 1
+        steps = self._projection(x, w[d], bias, parts)
         step = {"LSTM": self._lstm_step, "GRU": self._gru_step, "RNN": self._rnn_step}[self.op]
-        consts = self._step_consts(d, rt, rb)
-        hs_out: list[str] = []
+        consts = self._step_consts(d, r[d].T, rb)
+        state = self._initial_state(d)
+        states: list[str] = []
         for t in (range(self.seq - 1, -1, -1) if reverse else range(self.seq)):
-            xt = [self.slice(steps[t], 0, self.batch, j) for j in range(g)]
-            h, c = step(xt, h, c, consts, self.acts[d])
-            hs_out.append(h)
-        return (hs_out[::-1] if reverse else hs_out), h, c
+            state = step(steps[t], state, consts, self.acts[d])
+            states.append(state)
+        return (states[::-1] if reverse else states), state
+
+    def _initial_state(self, d: int) -> str:
+        h = self._initial(5, d)
+        if self.op != "LSTM":
+            return h
+        if not self.input(5) and not self.input(6):
+            return self.const(np.zeros((self.batch, 2 * self.hidden), self.dtype), "zeros")
+        return self.emit("Concat", [h, self._initial(6, d)], axis=1)
+
+    def _hidden(self, state: str) -> str:
+        return self.slice(state, 0, self.hidden) if self.op == "LSTM" else state
+
+    def _cell(self, state: str) -> str:
+        return self.slice(state, self.hidden, 2 * self.hidden)
 
     def _step_consts(self, d: int, rt: np.ndarray, rb: np.ndarray) -> dict[str, Any]:
+        """The recurrent weights as the steps use them. LSTM: R^T over zero rows ([2*hidden, 4*hidden]), so
+        the state [h | c] itself is the MatMul's input (a Slice before a MatMul would be a kernel of its
+        own). GRU: R^T of gates r, z; R_h^T over zero rows (the MatMul reads [r*h | z])."""
         hs = self.hidden
-        if self.op == "GRU":
-            lbr = self.attrs.get("linear_before_reset", 0)
-            out = {"R_zr": self.const(rt[:, :2 * hs], "R"), "R_h": self.const(rt[:, 2 * hs:], "R"),
-                   "Rb_h": self.const(rb[2 * hs:].astype(self.dtype), "B"), "lbr": lbr}
+        zeros = np.zeros((hs, rt.shape[1]), self.dtype)
+        if self.op == "LSTM":
+            out = {"R": self.const(np.concatenate([rt, zeros]), "R")}
+            p = self.weight(7, "P")
+            if p is not None:
+                out.update({k: self.const(p[d, j * hs:(j + 1) * hs], "P") for j, k in enumerate("iof")})
             return out
-        out = {"R": self.const(rt, "R")}
-        p = self.weight(7, "P") if self.op == "LSTM" else None
-        if p is not None:
-            out.update({k: self.const(p[d, j * hs:(j + 1) * hs], "P") for j, k in enumerate("iof")})
-        return out
+        if self.op == "RNN":
+            return {"R": self.const(rt, "R")}
+        if self.attrs.get("linear_before_reset", 0):
+            rbh = np.concatenate([np.zeros(2 * hs, self.dtype), rb[2 * hs:]]).astype(self.dtype)
+            return {"R": self.const(rt, "R"), "Rb": self.const(rbh, "B"), "lbr": 1}
+        return {f"R_{g}": self.const(rt[:, j * hs:(j + 1) * hs], "R") for j, g in enumerate("zrh")} | {"lbr": 0}
 
-    def _split_rows(self, xw: str) -> list[str]:
-        """xw [seq*batch, gates*hidden] as seq tensors [batch, gates*hidden]: one Split (one kernel call), so
-        every step reads the same structure (kernels dedup across steps; a slice at offset t*batch would make
-        each step's kernel distinct)."""
-        n = self.seq
-        if n == 1:
-            return [xw]
-        attrs = {"num_outputs": n} if self.opset >= 18 else {}
-        return self.emit("Split", [xw], n_out=n, axis=0, **attrs)
+    def _projection(self, x: str, w: np.ndarray, bias: np.ndarray, parts: int) -> list[list[str]]:
+        """Every step's input projection (with the biases) at once, one MatMul + Add, then one Split into
+        the steps: per step `parts` tensors, [batch, gates*hidden] (parts=1) or one [batch, hidden] per
+        gate (parts=gates, from a batched MatMul [gates, seq*batch, hidden]). A step reads each piece in
+        one kernel: a Split output that several Slices read fuses into one of them only."""
+        n, rows = self.seq * self.batch, self.seq * parts
+        x2 = self.emit("Reshape", [x, self.const(np.array([n, -1], np.int64), "shape")])
+        if parts == 1:
+            wt, b = w.T, bias
+        else:
+            wt, b = w.reshape(parts, -1, w.shape[-1]).transpose(0, 2, 1), bias.reshape(parts, 1, -1)
+        xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(np.ascontiguousarray(wt), "W")]),
+                               self.const(b.astype(self.dtype), "B")])
+        if parts > 1:
+            xw = self.emit("Reshape", [xw, self.const(np.array([parts * n, -1], np.int64), "shape")])
+        if rows > 1:  # one Split (one kernel call): every step reads the same structure (a Slice at offset
+            # t*batch would make each step's kernel distinct)
+            attrs = {"num_outputs": rows} if self.opset >= 18 else {}
+            pieces = self.emit("Split", [xw], n_out=rows, axis=0, **attrs)
+        pieces = pieces if rows > 1 else [xw]
+        return [[pieces[j * self.seq + t] for j in range(parts)] for t in range(self.seq)]
 
-    def slice(self, x: str, row0: int, row1: int, gate: int) -> str:
-        """x[row0:row1, gate*hidden:(gate+1)*hidden] of a 2-d x. Slices rather than Gather/Split: TVM fuses
-        these injective reads into the elementwise step that consumes them (a Split's tuple is a kernel of
-        its own), so a step is two or three kernel calls (the recurrent MatMul, the gate arithmetic)."""
-        hs = self.hidden
-        starts, ends, axes = [row0, gate * hs], [row1, (gate + 1) * hs], [0, 1]
+    def slice(self, x: str, col0: int, col1: int) -> str:
+        """x[:, col0:col1] of a 2-d x. Slices rather than Split: TVM fuses these injective reads into the
+        elementwise kernel that consumes them (a Split's tuple is a kernel of its own)."""
+        starts, ends, axes = [col0], [col1], [1]
         if self.opset < 10:
             return self.emit("Slice", [x], starts=starts, ends=ends, axes=axes)
         return self.emit("Slice", [x, *(self.const(np.array(v, np.int64), "i") for v in (starts, ends, axes))])
 
-    def _lstm_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+    def gate(self, x: str, j: int) -> str:
+        return self.slice(x, j * self.hidden, (j + 1) * self.hidden)
+
+    def _lstm_step(self, xt: list[str], s: str, k: dict, acts: list) -> str:
+        """Two kernels: MatMul([h | c], R^T over zeros) + the step's projected input row (a broadcast Add,
+        in the MatMul's group); then the gate Slices, activations and state update, ending in the Concat
+        of the new [h | c] (one injective group, one output)."""
         f_act, g_act, h_act = acts
-        rec = self.emit("MatMul", [h, k["R"]])
-        gi, go, gf, gc = (self.emit("Add", [x, self.slice(rec, 0, self.batch, j)]) for j, x in enumerate(xt))
+        pre = self.emit("Add", [self.emit("MatMul", [s, k["R"]]), xt[0]])
+        gi, go, gf, gc = (self.gate(pre, j) for j in range(4))
+        c = self._cell(s)
         if "i" in k:  # peepholes on the previous cell (input, forget) and the new cell (output)
             gi = self.emit("Add", [gi, self.emit("Mul", [c, k["i"]])])
             gf = self.emit("Add", [gf, self.emit("Mul", [c, k["f"]])])
@@ -273,28 +305,35 @@ class _Builder:
         c = self.emit("Add", [self.emit("Mul", [f, c]), self.emit("Mul", [i, cc])])
         if "o" in k:
             go = self.emit("Add", [go, self.emit("Mul", [c, k["o"]])])
-        o = self.act(go, f_act)
-        return self.emit("Mul", [o, self.act(c, h_act, clipped=False)]), c
+        h = self.emit("Mul", [self.act(go, f_act), self.act(c, h_act, clipped=False)])
+        return self.emit("Concat", [h, c], axis=1)
 
-    def _gru_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+    def _gru_step(self, xt: list[str], h: str, k: dict, acts: list) -> str:
+        """linear_before_reset=0, two kernels: f(h R_rz + x_rz) * [h | 1] = [r*h | z] (MatMul group: the
+        Concat with ones is an injective read fused into it), then [r*h | z] (R_h^T over zeros) + x_h, g,
+        and h' = hh + z (h - hh) reading z by a Slice. linear_before_reset=1, two kernels: h R^T + [0 0 Rb_h],
+        then the gate Slices and arithmetic."""
         f_act, g_act = acts
-        xz, xr, xh = xt
-        zr = self.emit("MatMul", [h, k["R_zr"]])
-        hz, hr = self.slice(zr, 0, self.batch, 0), self.slice(zr, 0, self.batch, 1)
-        z, r = self.act(self.emit("Add", [xz, hz]), f_act), self.act(self.emit("Add", [xr, hr]), f_act)
         if k["lbr"]:
-            rec = self.emit("Mul", [r, self.emit("Add", [self.emit("MatMul", [h, k["R_h"]]), k["Rb_h"]])])
+            rec = self.emit("Add", [self.emit("MatMul", [h, k["R"]]), k["Rb"]])
+            z = self.act(self.emit("Add", [self.gate(xt[0], 0), self.gate(rec, 0)]), f_act)
+            r = self.act(self.emit("Add", [self.gate(xt[0], 1), self.gate(rec, 1)]), f_act)
+            hh = self.act(self.emit("Add", [self.gate(xt[0], 2), self.emit("Mul", [r, self.gate(rec, 2)])]), g_act)
         else:
-            rec = self.emit("Add", [self.emit("MatMul", [self.emit("Mul", [r, h]), k["R_h"]]), k["Rb_h"]])
-        hh = self.act(self.emit("Add", [xh, rec]), g_act)
+            z, r = (self.act(self.emit("Add", [self.emit("MatMul", [h, k["R_" + "zr"[j]]]), xt[j]]), f_act)
+                    for j in range(2))
+            hh = self.act(self.emit("Add", [self.emit("MatMul", [self.emit("Mul", [r, h]), k["R_h"]]), xt[2]]),
+                          g_act)
         # (1 - z) * hh + z * h  ==  hh + z * (h - hh)
-        return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])]), c
+        return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])])
 
-    def _rnn_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
-        return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [h, k["R"]])]), acts[0]), c
+    def _rnn_step(self, xt: list[str], h: str, k: dict, acts: list) -> str:
+        """One kernel: MatMul, the projected input row and the activation."""
+        return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [h, k["R"]])]), acts[0])
 
-    def _outputs(self, results: list[tuple[list[str], str, str]], layout: int) -> None:
-        """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first)."""
+    def _outputs(self, results: list[tuple[list[str], str]], layout: int) -> None:
+        """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first). h and c
+        of an LSTM state are Slices of it, read only by these stackings (they fuse into them)."""
         outs = [o if o in self.used else "" for o in self.node.output] + [""] * 3
         shape1 = self.const(np.array([1, self.batch, self.hidden], np.int64), "shape")
         shape2 = self.const(np.array([1, 1, self.batch, self.hidden], np.int64), "shape")
@@ -309,13 +348,13 @@ class _Builder:
 
         if outs[0]:
             per_dir = []
-            for hs_out, _, _ in results:
-                steps = [self.emit("Reshape", [n, shape2]) for n in hs_out]
+            for states, _ in results:
+                steps = [self.emit("Reshape", [self._hidden(n), shape2]) for n in states]
                 per_dir.append(steps[0] if len(steps) == 1 else self.emit("Concat", steps, axis=0))
             y = per_dir[0] if len(per_dir) == 1 else self.emit("Concat", per_dir, axis=1)
             perm: dict[str, Any] = {"perm": [2, 0, 1, 3]} if layout else {}
             self.emit("Transpose" if layout else "Identity", [y], out=[outs[0]], **perm)
         if outs[1]:
-            stack([h for _, h, _ in results], shape1, outs[1], [1, 0, 2])
+            stack([self._hidden(last) for _, last in results], shape1, outs[1], [1, 0, 2])
         if outs[2] and self.op == "LSTM":
-            stack([c for _, _, c in results], shape1, outs[2], [1, 0, 2])
+            stack([self._cell(last) for _, last in results], shape1, outs[2], [1, 0, 2])
