@@ -1,14 +1,28 @@
 """LSTM, GRU and RNN nodes unrolled over their pinned sequence length into standard ONNX operators.
 
 TVM's Relax ONNX frontend has no recurrent operators, so before the import (importer.to_relax) each one is
-rewritten, ONNX to ONNX: one MatMul + Add for the input projection of every time step at once, one Split of
-it into the steps, then per step a MatMul with the recurrent weights, Slices of the gates, the activations
-and the state update (Mul, Add, Sub; Concat, Reshape for the outputs): two or three kernel calls a step
-after fusion, each step's kernels the same PrimFuncs (tuned once). It follows the ONNX operator spec: gate
-orders iofc (LSTM), zrh (GRU), default activations, forward / reverse / bidirectional, optional B,
-initial_h, initial_c, P (peepholes), clip, GRU's linear_before_reset, layout 0 and 1. The weights must be
-constants (initializers or Constant nodes); sequence_lens, when given, must be a constant equal to the
-sequence length for every batch entry; input_forget=1 is refused. Refusals are one-line OptimizeErrors naming the node.
+rewritten, ONNX to ONNX: one MatMul + Add for the input projection (with every bias that is a constant of a
+pre-activation) of every time step at once, one Split of it into the steps, then per step the recurrent
+MatMul(s) and the gate arithmetic, laid out so that TVM's FuseOps makes few kernels a step. FuseOps fuses a
+MatMul with the elementwise/broadcast ops after it, not with a Slice (injective) after it; a Slice or Concat
+that a MatMul reads is a kernel of its own; a Split output that several Slices read fuses into one of their
+kernels only. So a step's gate Slices sit in the elementwise group after the MatMul group, a MatMul reads a
+whole state tensor, and each step's input piece has one reader. Kernel calls a step after fusion (each
+step's kernels the same PrimFuncs, tuned once):
+  LSTM  2: the state is one tensor [h | c] ([batch, 2*hidden]); MatMul(state, R^T over zero rows) + the
+        step's projected row (one group), then the gate Slices, activations, new c and h and their Concat
+        into the new state (one injective group); Y/Y_h/Y_c read h and c by Slices that fuse into the outputs
+  GRU   3 with linear_before_reset=0: z and r one MatMul each with its activation (r*h in r's group), then
+        MatMul(r*h, R_h) with g and the update h' = hh + z (h - hh); the projection is cut per gate (a
+        batched MatMul, one Split) so each reads its gate's piece. Two would need z and r*h from one MatMul
+        group, both lined up with h, which elementwise ops cannot do.
+        2 with linear_before_reset=1: one MatMul of h with every gate's R + [0 0 Rb_h], then the gates
+  RNN   1: MatMul + the projected row + the activation
+It follows the ONNX operator spec: gate orders iofc (LSTM), zrh (GRU), default activations, forward /
+reverse / bidirectional, optional B, initial_h, initial_c, P (peepholes), clip, GRU's linear_before_reset,
+layout 0 and 1. The weights must be constants (initializers or Constant nodes); sequence_lens, when given,
+must be a constant equal to the sequence length for every batch entry; input_forget=1 is refused. Refusals
+are one-line OptimizeErrors naming the node.
 """
 from __future__ import annotations
 
@@ -241,11 +255,11 @@ class _Builder:
     def _step_consts(self, d: int, rt: np.ndarray, rb: np.ndarray) -> dict[str, Any]:
         """The recurrent weights as the steps use them. LSTM: R^T over zero rows ([2*hidden, 4*hidden]), so
         the state [h | c] itself is the MatMul's input (a Slice before a MatMul would be a kernel of its
-        own). GRU: R^T of gates r, z; R_h^T over zero rows (the MatMul reads [r*h | z])."""
+        own). GRU with linear_before_reset=0: one R^T per gate; with 1: R^T of every gate and the recurrent
+        bias of gate h alone (r multiplies it)."""
         hs = self.hidden
-        zeros = np.zeros((hs, rt.shape[1]), self.dtype)
         if self.op == "LSTM":
-            out = {"R": self.const(np.concatenate([rt, zeros]), "R")}
+            out = {"R": self.const(np.concatenate([rt, np.zeros_like(rt[:hs])]), "R")}
             p = self.weight(7, "P")
             if p is not None:
                 out.update({k: self.const(p[d, j * hs:(j + 1) * hs], "P") for j, k in enumerate("iof")})
@@ -309,10 +323,10 @@ class _Builder:
         return self.emit("Concat", [h, c], axis=1)
 
     def _gru_step(self, xt: list[str], h: str, k: dict, acts: list) -> str:
-        """linear_before_reset=0, two kernels: f(h R_rz + x_rz) * [h | 1] = [r*h | z] (MatMul group: the
-        Concat with ones is an injective read fused into it), then [r*h | z] (R_h^T over zeros) + x_h, g,
-        and h' = hh + z (h - hh) reading z by a Slice. linear_before_reset=1, two kernels: h R^T + [0 0 Rb_h],
-        then the gate Slices and arithmetic."""
+        """linear_before_reset=0, three kernels: z = f(h R_z + x_z); r*h with r = f(h R_r + x_r); then
+        hh = g((r*h) R_h + x_h) and the update, each a MatMul with the ops after it (x_j: gate j's piece of
+        the projection, biases included). linear_before_reset=1, two kernels: h R^T + [0 0 Rb_h], then the
+        gate Slices and arithmetic."""
         f_act, g_act = acts
         if k["lbr"]:
             rec = self.emit("Add", [self.emit("MatMul", [h, k["R"]]), k["Rb"]])
