@@ -272,26 +272,19 @@ class _Builder:
         return {f"R_{g}": self.const(rt[:, j * hs:(j + 1) * hs], "R") for j, g in enumerate("zrh")} | {"lbr": 0}
 
     def _projection(self, x: str, w: np.ndarray, bias: np.ndarray, parts: int) -> list[list[str]]:
-        """Every step's input projection (with the biases) at once, one MatMul + Add, then one Split into
-        the steps: per step `parts` tensors, [batch, gates*hidden] (parts=1) or one [batch, hidden] per
-        gate (parts=gates, from a batched MatMul [gates, seq*batch, hidden]). A step reads each piece in
-        one kernel: a Split output that several Slices read fuses into one of them only."""
-        n, rows = self.seq * self.batch, self.seq * parts
+        """Every step's input projection (with the biases) at once: per part (parts=1: all gates; parts=
+        gates: one gate each) one MatMul + Add [seq*batch, width] and one Split into the steps, so a step
+        reads each of its `parts` pieces in one kernel (a Split output that several Slices read fuses into
+        one of them only; a Slice at offset t*batch would make each step's kernel distinct)."""
+        n = self.seq * self.batch
         x2 = self.emit("Reshape", [x, self.const(np.array([n, -1], np.int64), "shape")])
-        if parts == 1:
-            wt, b = w.T, bias
-        else:
-            wt, b = w.reshape(parts, -1, w.shape[-1]).transpose(0, 2, 1), bias.reshape(parts, 1, -1)
-        xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(np.ascontiguousarray(wt), "W")]),
-                               self.const(b.astype(self.dtype), "B")])
-        if parts > 1:
-            xw = self.emit("Reshape", [xw, self.const(np.array([parts * n, -1], np.int64), "shape")])
-        if rows > 1:  # one Split (one kernel call): every step reads the same structure (a Slice at offset
-            # t*batch would make each step's kernel distinct)
-            attrs = {"num_outputs": rows} if self.opset >= 18 else {}
-            pieces = self.emit("Split", [xw], n_out=rows, axis=0, **attrs)
-        pieces = pieces if rows > 1 else [xw]
-        return [[pieces[j * self.seq + t] for j in range(parts)] for t in range(self.seq)]
+        per = []
+        for wj, bj in zip(np.split(w, parts), np.split(bias, parts)):
+            xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(wj.T, "W")]),
+                                   self.const(bj.astype(self.dtype), "B")])
+            attrs = {"num_outputs": self.seq} if self.opset >= 18 else {}
+            per.append(self.emit("Split", [xw], n_out=self.seq, axis=0, **attrs) if self.seq > 1 else [xw])
+        return [[pieces[t] for pieces in per] for t in range(self.seq)]
 
     def slice(self, x: str, col0: int, col1: int) -> str:
         """x[:, col0:col1] of a 2-d x. Slices rather than Split: TVM fuses these injective reads into the
