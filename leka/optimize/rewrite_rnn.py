@@ -227,7 +227,7 @@ class _Builder:
         bias = wb + rb
         if self.op == "GRU" and self.attrs.get("linear_before_reset", 0):  # r multiplies h's recurrent bias
             bias = np.concatenate([wb[:2 * hs] + rb[:2 * hs], wb[2 * hs:]])
-        parts = 3 if self.op == "GRU" and not self.attrs.get("linear_before_reset", 0) else 1
+        parts = [2 * hs] if self.op == "GRU" and not self.attrs.get("linear_before_reset", 0) else []
         steps = self._projection(x, w[d], bias, parts)
         step = {"LSTM": self._lstm_step, "GRU": self._gru_step, "RNN": self._rnn_step}[self.op]
         consts = self._step_consts(d, r[d].T, rb)
@@ -269,9 +269,9 @@ class _Builder:
         if self.attrs.get("linear_before_reset", 0):
             rbh = np.concatenate([np.zeros(2 * hs, self.dtype), rb[2 * hs:]]).astype(self.dtype)
             return {"R": self.const(rt, "R"), "Rb": self.const(rbh, "B"), "lbr": 1}
-        return {f"R_{g}": self.const(rt[:, j * hs:(j + 1) * hs], "R") for j, g in enumerate("zrh")} | {"lbr": 0}
+        return {"R_zr": self.const(rt[:, :2 * hs], "R"), "R_h": self.const(rt[:, 2 * hs:], "R"), "lbr": 0}
 
-    def _projection(self, x: str, w: np.ndarray, bias: np.ndarray, parts: int) -> list[list[str]]:
+    def _projection(self, x: str, w: np.ndarray, bias: np.ndarray, parts: list[int]) -> list[list[str]]:
         """Every step's input projection (with the biases) at once: per part (parts=1: all gates; parts=
         gates: one gate each) one MatMul + Add [seq*batch, width] and one Split into the steps, so a step
         reads each of its `parts` pieces in one kernel (a Split output that several Slices read fuses into
@@ -279,7 +279,7 @@ class _Builder:
         n = self.seq * self.batch
         x2 = self.emit("Reshape", [x, self.const(np.array([n, -1], np.int64), "shape")])
         per = []
-        for wj, bj in zip(np.split(w, parts), np.split(bias, parts)):
+        for wj, bj in zip(np.split(w, parts), np.split(bias, parts)):  # parts: the row indices to cut at
             xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(wj.T, "W")]),
                                    self.const(bj.astype(self.dtype), "B")])
             attrs = {"num_outputs": self.seq} if self.opset >= 18 else {}
@@ -327,9 +327,9 @@ class _Builder:
             r = self.act(self.emit("Add", [self.gate(xt[0], 1), self.gate(rec, 1)]), f_act)
             hh = self.act(self.emit("Add", [self.gate(xt[0], 2), self.emit("Mul", [r, self.gate(rec, 2)])]), g_act)
         else:
-            z, r = (self.act(self.emit("Add", [self.emit("MatMul", [h, k["R_" + "zr"[j]]]), xt[j]]), f_act)
-                    for j in range(2))
-            hh = self.act(self.emit("Add", [self.emit("MatMul", [self.emit("Mul", [r, h]), k["R_h"]]), xt[2]]),
+            zr = self.emit("MatMul", [h, k["R_zr"]])
+            z, r = (self.act(self.emit("Add", [self.gate(xt[0], j), self.gate(zr, j)]), f_act) for j in range(2))
+            hh = self.act(self.emit("Add", [xt[1], self.emit("MatMul", [self.emit("Mul", [r, h]), k["R_h"]])]),
                           g_act)
         # (1 - z) * hh + z * h  ==  hh + z * (h - hh)
         return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])])
