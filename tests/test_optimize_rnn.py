@@ -106,8 +106,8 @@ STEP_CALLS = [("LSTM", {}, 2), ("LSTM", {"direction": "bidirectional", "init_h":
 @pytest.mark.parametrize("op,kw,most", STEP_CALLS, ids=[f"{op}-{'-'.join(kw) or 'default'}" for op, kw, _ in STEP_CALLS])
 def test_kernel_calls_per_time_step(tmp_path, op, kw, most):
     """One more time step adds at most `most` kernel calls to the fused module (issue 22: LSTM two, the
-    recurrent MatMul + input row, then the gates + state update; GRU three with linear_before_reset=0, one
-    MatMul per gate; RNN one). Catches a rewrite whose per-step ops stop fusing."""
+    recurrent MatMul + input row, then the gates + state update; GRU three with linear_before_reset=0, two
+    with 1; RNN one). Catches a rewrite whose per-step ops stop fusing."""
     from leka.optimize.extract import call_counts
     from leka.optimize.importer import import_model
 

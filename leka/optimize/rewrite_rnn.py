@@ -2,20 +2,20 @@
 
 TVM's Relax ONNX frontend has no recurrent operators, so before the import (importer.to_relax) each one is
 rewritten, ONNX to ONNX: one MatMul + Add for the input projection (with every bias that is a constant of a
-pre-activation) of every time step at once, one Split of it into the steps, then per step the recurrent
-MatMul(s) and the gate arithmetic, laid out so that TVM's FuseOps makes few kernels a step. FuseOps fuses a
+pre-activation) of every time step at once, one Split of it into the steps (GRU: two such pieces), then per
+step the recurrent MatMul(s) and the gate arithmetic, laid out so that TVM's FuseOps makes few kernels a step. FuseOps fuses a
 MatMul with the elementwise/broadcast ops after it, not with a Slice (injective) after it; a Slice or Concat
-that a MatMul reads is a kernel of its own; a Split output that several Slices read fuses into one of their
-kernels only. So a step's gate Slices sit in the elementwise group after the MatMul group, a MatMul reads a
-whole state tensor, and each step's input piece has one reader. Kernel calls a step after fusion (each
+that a MatMul reads is a kernel of its own, and so was the Slice of GRU's h-gate input that the Add after
+its second MatMul read. So a step's gate Slices sit in the elementwise group after the MatMul group, and a
+MatMul reads a whole state tensor. Kernel calls a step after fusion (each
 step's kernels the same PrimFuncs, tuned once):
   LSTM  2: the state is one tensor [h | c] ([batch, 2*hidden]); MatMul(state, R^T over zero rows) + the
         step's projected row (one group), then the gate Slices, activations, new c and h and their Concat
         into the new state (one injective group); Y/Y_h/Y_c read h and c by Slices that fuse into the outputs
-  GRU   3 with linear_before_reset=0: z and r one MatMul each with its activation (r*h in r's group), then
-        MatMul(r*h, R_h) with g and the update h' = hh + z (h - hh); the projection is cut per gate (a
-        batched MatMul, one Split) so each reads its gate's piece. Two would need z and r*h from one MatMul
-        group, both lined up with h, which elementwise ops cannot do.
+  GRU   3 with linear_before_reset=0: MatMul(h, R_zr), then the z/r Slices with r*h, then MatMul(r*h, R_h) +
+        the h gate's input piece, g and the update h' = hh + z (h - hh) (z by a Slice fused into it); the
+        projection is cut into [z r] and [h] pieces (one MatMul + Split each), so no input Slice is a kernel
+        of its own (it was the 4th). One MatMul per gate, also 3 calls, measured slower on kws-gru.
         2 with linear_before_reset=1: one MatMul of h with every gate's R + [0 0 Rb_h], then the gates
   RNN   1: MatMul + the projected row + the activation
 It follows the ONNX operator spec: gate orders iofc (LSTM), zrh (GRU), default activations, forward /
@@ -255,8 +255,8 @@ class _Builder:
     def _step_consts(self, d: int, rt: np.ndarray, rb: np.ndarray) -> dict[str, Any]:
         """The recurrent weights as the steps use them. LSTM: R^T over zero rows ([2*hidden, 4*hidden]), so
         the state [h | c] itself is the MatMul's input (a Slice before a MatMul would be a kernel of its
-        own). GRU with linear_before_reset=0: one R^T per gate; with 1: R^T of every gate and the recurrent
-        bias of gate h alone (r multiplies it)."""
+        own). GRU with linear_before_reset=0: R^T of gates z, r and of gate h; with 1: R^T of every gate
+        and the recurrent bias of gate h alone (r multiplies it)."""
         hs = self.hidden
         if self.op == "LSTM":
             out = {"R": self.const(np.concatenate([rt, np.zeros_like(rt[:hs])]), "R")}
@@ -272,14 +272,14 @@ class _Builder:
         return {"R_zr": self.const(rt[:, :2 * hs], "R"), "R_h": self.const(rt[:, 2 * hs:], "R"), "lbr": 0}
 
     def _projection(self, x: str, w: np.ndarray, bias: np.ndarray, parts: list[int]) -> list[list[str]]:
-        """Every step's input projection (with the biases) at once: per part (parts=1: all gates; parts=
-        gates: one gate each) one MatMul + Add [seq*batch, width] and one Split into the steps, so a step
-        reads each of its `parts` pieces in one kernel (a Split output that several Slices read fuses into
-        one of them only; a Slice at offset t*batch would make each step's kernel distinct)."""
+        """Every step's input projection (with the biases) at once: per piece of the gate rows (`parts`: the
+        row indices to cut w at; [] for one piece) one MatMul + Add [seq*batch, width] and one Split into
+        the steps (one kernel call; a Slice at offset t*batch would make each step's kernel distinct). A
+        piece read by the recurrent MatMul's group must not be a Slice (that Slice stays a kernel)."""
         n = self.seq * self.batch
         x2 = self.emit("Reshape", [x, self.const(np.array([n, -1], np.int64), "shape")])
         per = []
-        for wj, bj in zip(np.split(w, parts), np.split(bias, parts)):  # parts: the row indices to cut at
+        for wj, bj in zip(np.split(w, parts), np.split(bias, parts)):
             xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(wj.T, "W")]),
                                    self.const(bj.astype(self.dtype), "B")])
             attrs = {"num_outputs": self.seq} if self.opset >= 18 else {}
@@ -316,10 +316,9 @@ class _Builder:
         return self.emit("Concat", [h, c], axis=1)
 
     def _gru_step(self, xt: list[str], h: str, k: dict, acts: list) -> str:
-        """linear_before_reset=0, three kernels: z = f(h R_z + x_z); r*h with r = f(h R_r + x_r); then
-        hh = g((r*h) R_h + x_h) and the update, each a MatMul with the ops after it (x_j: gate j's piece of
-        the projection, biases included). linear_before_reset=1, two kernels: h R^T + [0 0 Rb_h], then the
-        gate Slices and arithmetic."""
+        """linear_before_reset=0, three kernels: h R_zr; the z, r Slices and r*h; (r*h) R_h + x_h, g and the
+        update (xt: the [z r] and [h] pieces of the step's projection, biases included).
+        linear_before_reset=1, two kernels: h R^T + [0 0 Rb_h], then the gate Slices and arithmetic."""
         f_act, g_act = acts
         if k["lbr"]:
             rec = self.emit("Add", [self.emit("MatMul", [h, k["R"]]), k["Rb"]])
