@@ -3,12 +3,12 @@
 TVM's Relax ONNX frontend has no recurrent operators, so before the import (importer.to_relax) each one is
 rewritten, ONNX to ONNX: one MatMul + Add for the input projection (with every bias that is a constant of a
 pre-activation) of every time step at once, one Split of it into the steps (GRU: two such pieces), then per
-step the recurrent MatMul(s) and the gate arithmetic, laid out so that TVM's FuseOps makes few kernels a step. FuseOps fuses a
-MatMul with the elementwise/broadcast ops after it, not with a Slice (injective) after it; a Slice or Concat
-that a MatMul reads is a kernel of its own, and so was the Slice of GRU's h-gate input that the Add after
-its second MatMul read. So a step's gate Slices sit in the elementwise group after the MatMul group, and a
-MatMul reads a whole state tensor. Kernel calls a step after fusion (each
-step's kernels the same PrimFuncs, tuned once):
+step the recurrent MatMul(s) and the gate arithmetic, laid out so that TVM's FuseOps makes few kernels a step.
+FuseOps fuses a MatMul with the elementwise/broadcast ops after it, not with a Slice (injective) after it; a
+Slice or Concat that a MatMul reads is a kernel of its own, and so was the Slice of GRU's h-gate input that
+the Add after its second MatMul read. So a step's gate Slices sit in the elementwise group after the MatMul
+group, and a MatMul reads a whole state tensor. Kernel calls a step after fusion (each step's kernels the same
+PrimFuncs, tuned once):
   LSTM  2: the state is one tensor [h | c] ([batch, 2*hidden]); MatMul(state, R^T over zero rows) + the
         step's projected row (one group), then the gate Slices, activations, new c and h and their Concat
         into the new state (one injective group); Y/Y_h/Y_c read h and c by Slices that fuse into the outputs
