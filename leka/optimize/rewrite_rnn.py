@@ -5,13 +5,14 @@ rewritten, ONNX to ONNX: one MatMul + Add for the input projection (with every b
 pre-activation) of every time step at once, one Split of it into the steps (GRU: two such pieces), then per
 step the recurrent MatMul(s) and the gate arithmetic, laid out so that TVM's FuseOps makes few kernels a step.
 FuseOps fuses a MatMul with the elementwise/broadcast ops after it, not with a Slice (injective) after it; a
-Slice or Concat that a MatMul reads is a kernel of its own, and so was the Slice of GRU's h-gate input that
+Slice that a MatMul reads is a kernel of its own, and so was the Slice of GRU's h-gate input that
 the Add after its second MatMul read. So a step's gate Slices sit in the elementwise group after the MatMul
-group, and a MatMul reads a whole state tensor. Kernel calls a step after fusion (each step's kernels the same
+group, and a MatMul reads a whole tensor. Kernel calls a step after fusion (each step's kernels the same
 PrimFuncs, tuned once):
-  LSTM  2: the state is one tensor [h | c] ([batch, 2*hidden]); MatMul(state, R^T over zero rows) + the
-        step's projected row (one group), then the gate Slices, activations, new c and h and their Concat
-        into the new state (one injective group); Y/Y_h/Y_c read h and c by Slices that fuse into the outputs
+  LSTM  3: MatMul(h, R^T) + the step's projected row; the gate Slices, activations and new c; new h (c
+        leaves the group, so FuseOps ends one there). Carrying one state [h | c] read by MatMul against R^T
+        over zero rows makes it 2 calls, but the recurrent MatMul does twice the work and measured slower
+        end to end on kws-lstm (experiments/results/rnn_fusion_2026-12-05), so it is not used.
   GRU   3 with linear_before_reset=0: MatMul(h, R_zr), then the z/r Slices with r*h, then MatMul(r*h, R_h) +
         the h gate's input piece, g and the update h' = hh + z (h - hh) (z by a Slice fused into it); the
         projection is cut into [z r] and [h] pieces (one MatMul + Split each), so no input Slice is a kernel
@@ -217,9 +218,9 @@ class _Builder:
             name = self.emit("Transpose", [name], perm=[1, 0, 2])
         return self.emit("Gather", [name, self.const(np.array(d, np.int64))], axis=0)
 
-    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[list[str], str]:
-        """(state per time step in time order, last state) of direction d; a state is what _hidden and _cell
-        read h and c from (LSTM: [h | c], [batch, 2*hidden]; GRU, RNN: h)."""
+    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[list, tuple]:
+        """(state per time step in time order, last state) of direction d; a state is (h, c), c "" but for
+        LSTM."""
         hs, g = self.hidden, GATES[self.op]
         b = self.weight(3, "B")
         b = np.zeros((g * 2 * hs,), self.dtype) if b is None else b[d]
@@ -232,25 +233,14 @@ class _Builder:
         step = {"LSTM": self._lstm_step, "GRU": self._gru_step, "RNN": self._rnn_step}[self.op]
         consts = self._step_consts(d, r[d].T, rb)
         state = self._initial_state(d)
-        states: list[str] = []
+        states: list[tuple[str, str]] = []
         for t in (range(self.seq - 1, -1, -1) if reverse else range(self.seq)):
             state = step(steps[t], state, consts, self.acts[d])
             states.append(state)
         return (states[::-1] if reverse else states), state
 
-    def _initial_state(self, d: int) -> str:
-        h = self._initial(5, d)
-        if self.op != "LSTM":
-            return h
-        if not self.input(5) and not self.input(6):
-            return self.const(np.zeros((self.batch, 2 * self.hidden), self.dtype), "zeros")
-        return self.emit("Concat", [h, self._initial(6, d)], axis=1)
-
-    def _hidden(self, state: str) -> str:
-        return self.slice(state, 0, self.hidden) if self.op == "LSTM" else state
-
-    def _cell(self, state: str) -> str:
-        return self.slice(state, self.hidden, 2 * self.hidden)
+    def _initial_state(self, d: int) -> tuple[str, str]:
+        return self._initial(5, d), self._initial(6, d) if self.op == "LSTM" else ""
 
     def _step_consts(self, d: int, rt: np.ndarray, rb: np.ndarray) -> dict[str, Any]:
         """The recurrent weights as the steps use them. LSTM: R^T over zero rows ([2*hidden, 4*hidden]), so
@@ -259,7 +249,7 @@ class _Builder:
         and the recurrent bias of gate h alone (r multiplies it)."""
         hs = self.hidden
         if self.op == "LSTM":
-            out = {"R": self.const(np.concatenate([rt, np.zeros_like(rt[:hs])]), "R")}
+            out = {"R": self.const(rt, "R")}
             p = self.weight(7, "P")
             if p is not None:
                 out.update({k: self.const(p[d, j * hs:(j + 1) * hs], "P") for j, k in enumerate("iof")})
@@ -297,14 +287,13 @@ class _Builder:
     def gate(self, x: str, j: int) -> str:
         return self.slice(x, j * self.hidden, (j + 1) * self.hidden)
 
-    def _lstm_step(self, xt: list[str], s: str, k: dict, acts: list) -> str:
-        """Two kernels: MatMul([h | c], R^T over zeros) + the step's projected input row (a broadcast Add,
-        in the MatMul's group); then the gate Slices, activations and state update, ending in the Concat
-        of the new [h | c] (one injective group, one output)."""
+    def _lstm_step(self, xt: list[str], state: tuple[str, str], k: dict, acts: list) -> tuple[str, str]:
+        """Three kernels: MatMul(h, R^T) + the step's projected row; the gate Slices, activations and new c;
+        new h (c leaves the group for the next step, so FuseOps ends one there)."""
         f_act, g_act, h_act = acts
-        pre = self.emit("Add", [self.emit("MatMul", [s, k["R"]]), xt[0]])
+        h, c = state
+        pre = self.emit("Add", [self.emit("MatMul", [h, k["R"]]), xt[0]])
         gi, go, gf, gc = (self.gate(pre, j) for j in range(4))
-        c = self._cell(s)
         if "i" in k:  # peepholes on the previous cell (input, forget) and the new cell (output)
             gi = self.emit("Add", [gi, self.emit("Mul", [c, k["i"]])])
             gf = self.emit("Add", [gf, self.emit("Mul", [c, k["f"]])])
@@ -312,14 +301,14 @@ class _Builder:
         c = self.emit("Add", [self.emit("Mul", [f, c]), self.emit("Mul", [i, cc])])
         if "o" in k:
             go = self.emit("Add", [go, self.emit("Mul", [c, k["o"]])])
-        h = self.emit("Mul", [self.act(go, f_act), self.act(c, h_act, clipped=False)])
-        return self.emit("Concat", [h, c], axis=1)
+        return self.emit("Mul", [self.act(go, f_act), self.act(c, h_act, clipped=False)]), c
 
-    def _gru_step(self, xt: list[str], h: str, k: dict, acts: list) -> str:
+    def _gru_step(self, xt: list[str], state: tuple[str, str], k: dict, acts: list) -> tuple[str, str]:
         """linear_before_reset=0, three kernels: h R_zr; the z, r Slices and r*h; (r*h) R_h + x_h, g and the
         update (xt: the [z r] and [h] pieces of the step's projection, biases included).
         linear_before_reset=1, two kernels: h R^T + [0 0 Rb_h], then the gate Slices and arithmetic."""
         f_act, g_act = acts
+        h = state[0]
         if k["lbr"]:
             rec = self.emit("Add", [self.emit("MatMul", [h, k["R"]]), k["Rb"]])
             z = self.act(self.emit("Add", [self.gate(xt[0], 0), self.gate(rec, 0)]), f_act)
@@ -331,15 +320,14 @@ class _Builder:
             hh = self.act(self.emit("Add", [xt[1], self.emit("MatMul", [self.emit("Mul", [r, h]), k["R_h"]])]),
                           g_act)
         # (1 - z) * hh + z * h  ==  hh + z * (h - hh)
-        return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])])
+        return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])]), ""
 
-    def _rnn_step(self, xt: list[str], h: str, k: dict, acts: list) -> str:
+    def _rnn_step(self, xt: list[str], state: tuple[str, str], k: dict, acts: list) -> tuple[str, str]:
         """One kernel: MatMul, the projected input row and the activation."""
-        return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [h, k["R"]])]), acts[0])
+        return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [state[0], k["R"]])]), acts[0]), ""
 
-    def _outputs(self, results: list[tuple[list[str], str]], layout: int) -> None:
-        """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first). h and c
-        of an LSTM state are Slices of it, read only by these stackings (they fuse into them)."""
+    def _outputs(self, results: list[tuple[list, tuple]], layout: int) -> None:
+        """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first)."""
         outs = [o if o in self.used else "" for o in self.node.output] + [""] * 3
         shape1 = self.const(np.array([1, self.batch, self.hidden], np.int64), "shape")
         shape2 = self.const(np.array([1, 1, self.batch, self.hidden], np.int64), "shape")
@@ -355,12 +343,12 @@ class _Builder:
         if outs[0]:
             per_dir = []
             for states, _ in results:
-                steps = [self.emit("Reshape", [self._hidden(n), shape2]) for n in states]
+                steps = [self.emit("Reshape", [n[0], shape2]) for n in states]
                 per_dir.append(steps[0] if len(steps) == 1 else self.emit("Concat", steps, axis=0))
             y = per_dir[0] if len(per_dir) == 1 else self.emit("Concat", per_dir, axis=1)
             perm: dict[str, Any] = {"perm": [2, 0, 1, 3]} if layout else {}
             self.emit("Transpose" if layout else "Identity", [y], out=[outs[0]], **perm)
         if outs[1]:
-            stack([self._hidden(last) for _, last in results], shape1, outs[1], [1, 0, 2])
+            stack([last[0] for _, last in results], shape1, outs[1], [1, 0, 2])
         if outs[2] and self.op == "LSTM":
-            stack([self._cell(last) for _, last in results], shape1, outs[2], [1, 0, 2])
+            stack([last[1] for _, last in results], shape1, outs[2], [1, 0, 2])
