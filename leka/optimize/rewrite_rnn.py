@@ -9,7 +9,7 @@ Slice that a MatMul reads is a kernel of its own, and so was the Slice of GRU's 
 the Add after its second MatMul read. So a step's gate Slices sit in the elementwise group after the MatMul
 group, and a MatMul reads a whole tensor. Kernel calls a step after fusion (each step's kernels the same
 PrimFuncs, tuned once):
-  LSTM  3: MatMul(h, R^T) + the step's projected row; the gate Slices, activations and new c; new h (c
+  LSTM  3: MatMul(h, R^T); the gate Slices, activations and new c; new h (c
         leaves the group, so FuseOps ends one there). Carrying one state [h | c] read by MatMul against R^T
         over zero rows makes it 2 calls, but the recurrent MatMul does twice the work and measured slower
         end to end on kws-lstm (experiments/results/rnn_fusion_2026-12-05), so it is not used.
@@ -288,12 +288,12 @@ class _Builder:
         return self.slice(x, j * self.hidden, (j + 1) * self.hidden)
 
     def _lstm_step(self, xt: list[str], state: tuple[str, str], k: dict, acts: list) -> tuple[str, str]:
-        """Three kernels: MatMul(h, R^T) + the step's projected row; the gate Slices, activations and new c;
-        new h (c leaves the group for the next step, so FuseOps ends one there)."""
+        """Three kernels: MatMul(h, R^T); the gate Slices (of it and of the step's projected row),
+        activations and new c; new h (c leaves the group for the next step, so FuseOps ends one there)."""
         f_act, g_act, h_act = acts
         h, c = state
-        pre = self.emit("Add", [self.emit("MatMul", [h, k["R"]]), xt[0]])
-        gi, go, gf, gc = (self.gate(pre, j) for j in range(4))
+        rec = self.emit("MatMul", [h, k["R"]])
+        gi, go, gf, gc = (self.emit("Add", [self.gate(xt[0], j), self.gate(rec, j)]) for j in range(4))
         if "i" in k:  # peepholes on the previous cell (input, forget) and the new cell (output)
             gi = self.emit("Add", [gi, self.emit("Mul", [c, k["i"]])])
             gf = self.emit("Add", [gf, self.emit("Mul", [c, k["f"]])])
