@@ -14,14 +14,14 @@ SEQ, BATCH, IN, HID = 5, 2, 6, 8
 
 
 def rnn_model(path: Path, op: str, direction: str = "forward", bias: bool = True, init_h: bool = False,
-              layout: int = 0, seed: int = 0, **attrs) -> tuple[Path, dict[str, np.ndarray]]:
+              layout: int = 0, seed: int = 0, seq: int = SEQ, **attrs) -> tuple[Path, dict[str, np.ndarray]]:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
     g = {"LSTM": 4, "GRU": 3, "RNN": 1}[op]
     nd = 2 if direction == "bidirectional" else 1
-    xs = [SEQ, BATCH, IN] if layout == 0 else [BATCH, SEQ, IN]
+    xs = [seq, BATCH, IN] if layout == 0 else [BATCH, seq, IN]
     hs = [nd, BATCH, HID] if layout == 0 else [BATCH, nd, HID]
     inits = [numpy_helper.from_array(rng.normal(0, 0.5, (nd, g * HID, IN)).astype(np.float32), "W"),
              numpy_helper.from_array(rng.normal(0, 0.5, (nd, g * HID, HID)).astype(np.float32), "R")]
@@ -35,7 +35,7 @@ def rnn_model(path: Path, op: str, direction: str = "forward", bias: bool = True
         feeds["h0"] = rng.normal(0, 1, hs).astype(np.float32)
     outs = ["Y", "Y_h"] + (["Y_c"] if op == "LSTM" else [])
     node = helper.make_node(op, ins, outs, name="rec", hidden_size=HID, direction=direction, layout=layout, **attrs)
-    ys = [SEQ, nd, BATCH, HID] if layout == 0 else [BATCH, SEQ, nd, HID]
+    ys = [seq, nd, BATCH, HID] if layout == 0 else [BATCH, seq, nd, HID]
     out_vi = [helper.make_tensor_value_info(o, TensorProto.FLOAT, ys if o == "Y" else hs) for o in outs]
     graph = helper.make_graph([node], "rnn", graph_in, out_vi, initializer=inits)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), str(path))
@@ -97,3 +97,22 @@ def test_unsupported_recurrent_forms_are_one_line_errors(tmp_path):
     onnx.save(m, str(path))
     with pytest.raises(OptimizeError, match=r"W \(W\) must be a constant"):
         import_model(path)
+
+
+STEP_CALLS = [("LSTM", {}, 3), ("LSTM", {"direction": "bidirectional", "init_h": True}, 6), ("GRU", {}, 3),
+              ("GRU", {"linear_before_reset": 1}, 2), ("RNN", {}, 1)]
+
+
+@pytest.mark.parametrize("op,kw,most", STEP_CALLS, ids=[f"{op}-{'-'.join(kw) or 'default'}" for op, kw, _ in STEP_CALLS])
+def test_kernel_calls_per_time_step(tmp_path, op, kw, most):
+    """One more time step adds at most `most` kernel calls to the fused module (issue 22: LSTM three, the
+    recurrent MatMul + input row, the gates + new c, new h; GRU three with linear_before_reset=0, two with
+    1; RNN one). Catches a rewrite whose per-step ops stop fusing."""
+    from leka.optimize.extract import call_counts
+    from leka.optimize.importer import import_model
+
+    calls = []
+    for seq in (5, 6):
+        path, _ = rnn_model(tmp_path / f"m{seq}.onnx", op, seq=seq, **kw)
+        calls.append(sum(n for n, _ in call_counts(import_model(path)[1]).values()))
+    assert 0 < calls[1] - calls[0] <= most, calls

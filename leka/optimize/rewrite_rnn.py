@@ -1,14 +1,29 @@
 """LSTM, GRU and RNN nodes unrolled over their pinned sequence length into standard ONNX operators.
 
 TVM's Relax ONNX frontend has no recurrent operators, so before the import (importer.to_relax) each one is
-rewritten, ONNX to ONNX: one MatMul + Add for the input projection of every time step at once, one Split of
-it into the steps, then per step a MatMul with the recurrent weights, Slices of the gates, the activations
-and the state update (Mul, Add, Sub; Concat, Reshape for the outputs): two or three kernel calls a step
-after fusion, each step's kernels the same PrimFuncs (tuned once). It follows the ONNX operator spec: gate
-orders iofc (LSTM), zrh (GRU), default activations, forward / reverse / bidirectional, optional B,
-initial_h, initial_c, P (peepholes), clip, GRU's linear_before_reset, layout 0 and 1. The weights must be
-constants (initializers or Constant nodes); sequence_lens, when given, must be a constant equal to the
-sequence length for every batch entry; input_forget=1 is refused. Refusals are one-line OptimizeErrors naming the node.
+rewritten, ONNX to ONNX: one MatMul + Add for the input projection (with every bias that is a constant of a
+pre-activation) of every time step at once, one Split of it into the steps (GRU: two such pieces), then per
+step the recurrent MatMul(s) and the gate arithmetic, laid out so that TVM's FuseOps makes few kernels a step.
+FuseOps fuses a MatMul with the elementwise/broadcast ops after it, not with a Slice (injective) after it; a
+Slice that a MatMul reads is a kernel of its own, and so was the Slice of GRU's h-gate input that
+the Add after its second MatMul read. So a step's gate Slices sit in the elementwise group after the MatMul
+group, and a MatMul reads a whole tensor. Kernel calls a step after fusion (each step's kernels the same
+PrimFuncs, tuned once):
+  LSTM  3: MatMul(h, R^T); the gate Slices, activations and new c; new h (c
+        leaves the group, so FuseOps ends one there). Carrying one state [h | c] read by MatMul against R^T
+        over zero rows makes it 2 calls, but the recurrent MatMul does twice the work and measured slower
+        end to end on kws-lstm (experiments/results/rnn_fusion_2026-12-05), so it is not used.
+  GRU   3 with linear_before_reset=0: MatMul(h, R_zr), then the z/r Slices with r*h, then MatMul(r*h, R_h) +
+        the h gate's input piece, g and the update h' = hh + z (h - hh) (z by a Slice fused into it); the
+        projection is cut into [z r] and [h] pieces (one MatMul + Split each), so no input Slice is a kernel
+        of its own (it was the 4th). One MatMul per gate, also 3 calls, measured slower on kws-gru.
+        2 with linear_before_reset=1: one MatMul of h with every gate's R + [0 0 Rb_h], then the gates
+  RNN   1: MatMul + the projected row + the activation
+It follows the ONNX operator spec: gate orders iofc (LSTM), zrh (GRU), default activations, forward /
+reverse / bidirectional, optional B, initial_h, initial_c, P (peepholes), clip, GRU's linear_before_reset,
+layout 0 and 1. The weights must be constants (initializers or Constant nodes); sequence_lens, when given,
+must be a constant equal to the sequence length for every batch entry; input_forget=1 is refused. Refusals
+are one-line OptimizeErrors naming the node.
 """
 from __future__ import annotations
 
@@ -203,69 +218,82 @@ class _Builder:
             name = self.emit("Transpose", [name], perm=[1, 0, 2])
         return self.emit("Gather", [name, self.const(np.array(d, np.int64))], axis=0)
 
-    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[list[str], str, str]:
-        """(hidden state per time step in time order, last hidden, last cell) of direction d."""
+    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[list, tuple]:
+        """(state per time step in time order, last state) of direction d; a state is (h, c), c "" but for
+        LSTM."""
         hs, g = self.hidden, GATES[self.op]
         b = self.weight(3, "B")
         b = np.zeros((g * 2 * hs,), self.dtype) if b is None else b[d]
         wb, rb = b[:g * hs], b[g * hs:]
         bias = wb + rb
-        if self.op == "GRU":  # the h gate's recurrent bias stays with the recurrent term
+        if self.op == "GRU" and self.attrs.get("linear_before_reset", 0):  # r multiplies h's recurrent bias
             bias = np.concatenate([wb[:2 * hs] + rb[:2 * hs], wb[2 * hs:]])
-        # every step's input projection at once, as rows t*batch .. (t+1)*batch of a 2-d [seq*batch, gates*hidden]
-        x2 = self.emit("Reshape", [x, self.const(np.array([self.seq * self.batch, -1], np.int64), "shape")])
-        xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(w[d].T, "W")]),
-                               self.const(bias.astype(self.dtype), "B")])
-        steps = self._split_rows(xw)
-        rt = r[d].T
-        h = self._initial(5, d)
-        c = self._initial(6, d) if self.op == "LSTM" else ""
+        parts = [2 * hs] if self.op == "GRU" and not self.attrs.get("linear_before_reset", 0) else []
+        steps = self._projection(x, w[d], bias, parts)
         step = {"LSTM": self._lstm_step, "GRU": self._gru_step, "RNN": self._rnn_step}[self.op]
-        consts = self._step_consts(d, rt, rb)
-        hs_out: list[str] = []
+        consts = self._step_consts(d, r[d].T, rb)
+        state = self._initial_state(d)
+        states: list[tuple[str, str]] = []
         for t in (range(self.seq - 1, -1, -1) if reverse else range(self.seq)):
-            xt = [self.slice(steps[t], 0, self.batch, j) for j in range(g)]
-            h, c = step(xt, h, c, consts, self.acts[d])
-            hs_out.append(h)
-        return (hs_out[::-1] if reverse else hs_out), h, c
+            state = step(steps[t], state, consts, self.acts[d])
+            states.append(state)
+        return (states[::-1] if reverse else states), state
+
+    def _initial_state(self, d: int) -> tuple[str, str]:
+        return self._initial(5, d), self._initial(6, d) if self.op == "LSTM" else ""
 
     def _step_consts(self, d: int, rt: np.ndarray, rb: np.ndarray) -> dict[str, Any]:
+        """The recurrent weights as the steps use them. LSTM: R^T over zero rows ([2*hidden, 4*hidden]), so
+        the state [h | c] itself is the MatMul's input (a Slice before a MatMul would be a kernel of its
+        own). GRU with linear_before_reset=0: R^T of gates z, r and of gate h; with 1: R^T of every gate
+        and the recurrent bias of gate h alone (r multiplies it)."""
         hs = self.hidden
-        if self.op == "GRU":
-            lbr = self.attrs.get("linear_before_reset", 0)
-            out = {"R_zr": self.const(rt[:, :2 * hs], "R"), "R_h": self.const(rt[:, 2 * hs:], "R"),
-                   "Rb_h": self.const(rb[2 * hs:].astype(self.dtype), "B"), "lbr": lbr}
+        if self.op == "LSTM":
+            out = {"R": self.const(rt, "R")}
+            p = self.weight(7, "P")
+            if p is not None:
+                out.update({k: self.const(p[d, j * hs:(j + 1) * hs], "P") for j, k in enumerate("iof")})
             return out
-        out = {"R": self.const(rt, "R")}
-        p = self.weight(7, "P") if self.op == "LSTM" else None
-        if p is not None:
-            out.update({k: self.const(p[d, j * hs:(j + 1) * hs], "P") for j, k in enumerate("iof")})
-        return out
+        if self.op == "RNN":
+            return {"R": self.const(rt, "R")}
+        if self.attrs.get("linear_before_reset", 0):
+            rbh = np.concatenate([np.zeros(2 * hs, self.dtype), rb[2 * hs:]]).astype(self.dtype)
+            return {"R": self.const(rt, "R"), "Rb": self.const(rbh, "B"), "lbr": 1}
+        return {"R_zr": self.const(rt[:, :2 * hs], "R"), "R_h": self.const(rt[:, 2 * hs:], "R"), "lbr": 0}
 
-    def _split_rows(self, xw: str) -> list[str]:
-        """xw [seq*batch, gates*hidden] as seq tensors [batch, gates*hidden]: one Split (one kernel call), so
-        every step reads the same structure (kernels dedup across steps; a slice at offset t*batch would make
-        each step's kernel distinct)."""
-        n = self.seq
-        if n == 1:
-            return [xw]
-        attrs = {"num_outputs": n} if self.opset >= 18 else {}
-        return self.emit("Split", [xw], n_out=n, axis=0, **attrs)
+    def _projection(self, x: str, w: np.ndarray, bias: np.ndarray, parts: list[int]) -> list[list[str]]:
+        """Every step's input projection (with the biases) at once: per piece of the gate rows (`parts`: the
+        row indices to cut w at; [] for one piece) one MatMul + Add [seq*batch, width] and one Split into
+        the steps (one kernel call; a Slice at offset t*batch would make each step's kernel distinct). A
+        piece read by the recurrent MatMul's group must not be a Slice (that Slice stays a kernel)."""
+        n = self.seq * self.batch
+        x2 = self.emit("Reshape", [x, self.const(np.array([n, -1], np.int64), "shape")])
+        per = []
+        for wj, bj in zip(np.split(w, parts), np.split(bias, parts)):
+            xw = self.emit("Add", [self.emit("MatMul", [x2, self.const(wj.T, "W")]),
+                                   self.const(bj.astype(self.dtype), "B")])
+            attrs = {"num_outputs": self.seq} if self.opset >= 18 else {}
+            per.append(self.emit("Split", [xw], n_out=self.seq, axis=0, **attrs) if self.seq > 1 else [xw])
+        return [[pieces[t] for pieces in per] for t in range(self.seq)]
 
-    def slice(self, x: str, row0: int, row1: int, gate: int) -> str:
-        """x[row0:row1, gate*hidden:(gate+1)*hidden] of a 2-d x. Slices rather than Gather/Split: TVM fuses
-        these injective reads into the elementwise step that consumes them (a Split's tuple is a kernel of
-        its own), so a step is two or three kernel calls (the recurrent MatMul, the gate arithmetic)."""
-        hs = self.hidden
-        starts, ends, axes = [row0, gate * hs], [row1, (gate + 1) * hs], [0, 1]
+    def slice(self, x: str, col0: int, col1: int) -> str:
+        """x[:, col0:col1] of a 2-d x. Slices rather than Split: TVM fuses these injective reads into the
+        elementwise kernel that consumes them (a Split's tuple is a kernel of its own)."""
+        starts, ends, axes = [col0], [col1], [1]
         if self.opset < 10:
             return self.emit("Slice", [x], starts=starts, ends=ends, axes=axes)
         return self.emit("Slice", [x, *(self.const(np.array(v, np.int64), "i") for v in (starts, ends, axes))])
 
-    def _lstm_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+    def gate(self, x: str, j: int) -> str:
+        return self.slice(x, j * self.hidden, (j + 1) * self.hidden)
+
+    def _lstm_step(self, xt: list[str], state: tuple[str, str], k: dict, acts: list) -> tuple[str, str]:
+        """Three kernels: MatMul(h, R^T); the gate Slices (of it and of the step's projected row),
+        activations and new c; new h (c leaves the group for the next step, so FuseOps ends one there)."""
         f_act, g_act, h_act = acts
+        h, c = state
         rec = self.emit("MatMul", [h, k["R"]])
-        gi, go, gf, gc = (self.emit("Add", [x, self.slice(rec, 0, self.batch, j)]) for j, x in enumerate(xt))
+        gi, go, gf, gc = (self.emit("Add", [self.gate(xt[0], j), self.gate(rec, j)]) for j in range(4))
         if "i" in k:  # peepholes on the previous cell (input, forget) and the new cell (output)
             gi = self.emit("Add", [gi, self.emit("Mul", [c, k["i"]])])
             gf = self.emit("Add", [gf, self.emit("Mul", [c, k["f"]])])
@@ -273,27 +301,32 @@ class _Builder:
         c = self.emit("Add", [self.emit("Mul", [f, c]), self.emit("Mul", [i, cc])])
         if "o" in k:
             go = self.emit("Add", [go, self.emit("Mul", [c, k["o"]])])
-        o = self.act(go, f_act)
-        return self.emit("Mul", [o, self.act(c, h_act, clipped=False)]), c
+        return self.emit("Mul", [self.act(go, f_act), self.act(c, h_act, clipped=False)]), c
 
-    def _gru_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
+    def _gru_step(self, xt: list[str], state: tuple[str, str], k: dict, acts: list) -> tuple[str, str]:
+        """linear_before_reset=0, three kernels: h R_zr; the z, r Slices and r*h; (r*h) R_h + x_h, g and the
+        update (xt: the [z r] and [h] pieces of the step's projection, biases included).
+        linear_before_reset=1, two kernels: h R^T + [0 0 Rb_h], then the gate Slices and arithmetic."""
         f_act, g_act = acts
-        xz, xr, xh = xt
-        zr = self.emit("MatMul", [h, k["R_zr"]])
-        hz, hr = self.slice(zr, 0, self.batch, 0), self.slice(zr, 0, self.batch, 1)
-        z, r = self.act(self.emit("Add", [xz, hz]), f_act), self.act(self.emit("Add", [xr, hr]), f_act)
+        h = state[0]
         if k["lbr"]:
-            rec = self.emit("Mul", [r, self.emit("Add", [self.emit("MatMul", [h, k["R_h"]]), k["Rb_h"]])])
+            rec = self.emit("Add", [self.emit("MatMul", [h, k["R"]]), k["Rb"]])
+            z = self.act(self.emit("Add", [self.gate(xt[0], 0), self.gate(rec, 0)]), f_act)
+            r = self.act(self.emit("Add", [self.gate(xt[0], 1), self.gate(rec, 1)]), f_act)
+            hh = self.act(self.emit("Add", [self.gate(xt[0], 2), self.emit("Mul", [r, self.gate(rec, 2)])]), g_act)
         else:
-            rec = self.emit("Add", [self.emit("MatMul", [self.emit("Mul", [r, h]), k["R_h"]]), k["Rb_h"]])
-        hh = self.act(self.emit("Add", [xh, rec]), g_act)
+            zr = self.emit("MatMul", [h, k["R_zr"]])
+            z, r = (self.act(self.emit("Add", [self.gate(xt[0], j), self.gate(zr, j)]), f_act) for j in range(2))
+            hh = self.act(self.emit("Add", [xt[1], self.emit("MatMul", [self.emit("Mul", [r, h]), k["R_h"]])]),
+                          g_act)
         # (1 - z) * hh + z * h  ==  hh + z * (h - hh)
-        return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])]), c
+        return self.emit("Add", [hh, self.emit("Mul", [z, self.emit("Sub", [h, hh])])]), ""
 
-    def _rnn_step(self, xt: list[str], h: str, c: str, k: dict, acts: list) -> tuple[str, str]:
-        return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [h, k["R"]])]), acts[0]), c
+    def _rnn_step(self, xt: list[str], state: tuple[str, str], k: dict, acts: list) -> tuple[str, str]:
+        """One kernel: MatMul, the projected input row and the activation."""
+        return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [state[0], k["R"]])]), acts[0]), ""
 
-    def _outputs(self, results: list[tuple[list[str], str, str]], layout: int) -> None:
+    def _outputs(self, results: list[tuple[list, tuple]], layout: int) -> None:
         """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first)."""
         outs = [o if o in self.used else "" for o in self.node.output] + [""] * 3
         shape1 = self.const(np.array([1, self.batch, self.hidden], np.int64), "shape")
@@ -309,13 +342,13 @@ class _Builder:
 
         if outs[0]:
             per_dir = []
-            for hs_out, _, _ in results:
-                steps = [self.emit("Reshape", [n, shape2]) for n in hs_out]
+            for states, _ in results:
+                steps = [self.emit("Reshape", [n[0], shape2]) for n in states]
                 per_dir.append(steps[0] if len(steps) == 1 else self.emit("Concat", steps, axis=0))
             y = per_dir[0] if len(per_dir) == 1 else self.emit("Concat", per_dir, axis=1)
             perm: dict[str, Any] = {"perm": [2, 0, 1, 3]} if layout else {}
             self.emit("Transpose" if layout else "Identity", [y], out=[outs[0]], **perm)
         if outs[1]:
-            stack([h for _, h, _ in results], shape1, outs[1], [1, 0, 2])
+            stack([last[0] for _, last in results], shape1, outs[1], [1, 0, 2])
         if outs[2] and self.op == "LSTM":
-            stack([c for _, _, c in results], shape1, outs[2], [1, 0, 2])
+            stack([last[1] for _, last in results], shape1, outs[2], [1, 0, 2])
