@@ -143,18 +143,28 @@ def write(name: str, out_dir: str | Path, seed: int = 0) -> Path:
 
 
 def _main(argv: list[str]) -> int:
+    import argparse
+
     import onnx
 
-    if argv[:1] == ["--list"]:
+    ap = argparse.ArgumentParser(prog="python -m leka.optimize.real_models",
+                                 description="Write the bundled structure-only converter exports as runnable "
+                                             "ONNX files (weights drawn from a fixed seed).")
+    ap.add_argument("out_dir", nargs="?", help="folder to write NAME.onnx into")
+    ap.add_argument("names", nargs="*", help="models to write (default: every one; --list names them)")
+    ap.add_argument("--list", action="store_true", help="print the names, converter, opset and input shape")
+    args = ap.parse_args(argv)
+    if args.list:
         for name, path in available().items():
-            m = onnx.load(str(path))
-            print(name, " ".join(f"{k}={v}" for k, v in provenance(m).items()))
+            print(name, " ".join(f"{k}={v}" for k, v in provenance(onnx.load(str(path))).items()))
         return 0
-    if not argv:
-        print(__doc__, file=sys.stderr)
-        return 2
-    for n in argv[1:] or list(available()):
-        print(write(n, argv[0]))
+    if not args.out_dir:
+        ap.error("give OUT_DIR (or --list)")
+    unknown = [n for n in args.names if n not in available()]
+    if unknown:
+        ap.error(f"unknown model {unknown[0]!r}; --list names the {len(available())} bundled ones")
+    for n in args.names or list(available()):
+        print(write(n, args.out_dir))
     return 0
 
 
