@@ -123,5 +123,5 @@ def _status(store: Any, args) -> dict:
     if rnds:
         render("rounds", [Col("round", "num"), Col("ingested", "id"), Col("job folder", "desc")],
                [[str(r["round"]), "yes" if r["ingested"] else "no", r["job_dir"]] for r in rnds], mode)
-    print(f"{len(open_reqs)} open measurement(s) in {store.path}; --json for every run's options")
+    print(f"{len(open_reqs)} open measurement(s); --json for every run's options\nstore: {store.path}")
     return {}
