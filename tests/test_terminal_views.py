@@ -226,7 +226,8 @@ def test_remote_status_is_a_short_table_and_json_on_request(tmp_path):
     store._db.close()
     text = _cli(["remote", "--store", str(tmp_path / "p.sqlite"), "status"])
     assert text.returncode == 0, text.stderr
-    assert len(text.stdout.splitlines()) <= 6 and "knob_" not in text.stdout  # plain: a line per run
+    # plain: a title, the column header, a line per run, the open count and the store path
+    assert len(text.stdout.splitlines()) == 2 + 3 + 2 and "knob_" not in text.stdout
     shown = ANSI.sub("", _run_in_pty([sys.executable, "-m", "leka.cli.main", "remote", "--store",
                                       str(tmp_path / "p.sqlite"), "status"]))
     table = shown[:shown.index("open measurement")]
