@@ -118,6 +118,11 @@ def main() -> int:
     return 0
 
 
+def _ratio(lat: dict, name: str) -> str:
+    """A comparison build's time over ONNX Runtime's; '-' when that build failed (the manifest says why)."""
+    return f"{lat[name] / lat['onnxruntime']:.2f}" if name in lat else "-"
+
+
 def render(rows: list[dict], budget: str, notes: list[str]) -> str:
     lines = [f"# leka optimize on held-out models (budget {budget} per model)", "",
              "| model | opt ms | ORT ms | opt/ORT | default/ORT | dlight/ORT | max abs err vs ORT | kernels replaced | "
@@ -128,11 +133,11 @@ def render(rows: list[dict], budget: str, notes: list[str]) -> str:
             lines.append(f"| {r['model']} | failed: {r['error'][:200]} |||||||| {r['wall_s'] / 60:.1f} |")
             continue
         lat = r["latency_ms"]
-        r["default/onnxruntime"] = lat["tvm-naive"] / lat["onnxruntime"]
+        r["default/onnxruntime"] = lat["tvm-naive"] / lat["onnxruntime"] if "tvm-naive" in lat else None
         r["max_err"] = max((r["max_abs_err"] or {}).values(), default=None)
         ratios.append(r["opt/onnxruntime"])
         lines.append(f"| {r['model']} | {lat['optimized']:.3f} | {lat['onnxruntime']:.3f} | {r['opt/onnxruntime']:.2f} | "
-                     f"{r['default/onnxruntime']:.2f} | {lat['tvm-dlight'] / lat['onnxruntime']:.2f} | "
+                     f"{_ratio(lat, 'tvm-naive')} | {_ratio(lat, 'tvm-dlight')} | "
                      f"{r['max_err']:.2g} | {r['kernels_replaced']}/{r['kernels']} | {r['wall_s'] / 60:.1f} |")
     if ratios:
         geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))

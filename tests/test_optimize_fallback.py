@@ -88,3 +88,54 @@ def test_a_broken_winner_is_dropped_and_the_artifact_written(tmp_path, monkeypat
     assert kernels[bad.key]["decision"].startswith("dropped")
     assert kernels[good_key]["decision"] == "reused from db: replaced"
     assert "dropped" in (out / "report.md").read_text()
+
+
+def _fc_dropout_model(path):
+    """Gemm -> Relu -> Dropout with its mask output, as AlexNet/ZFNet export their classifier: TVM 0.27's
+    dlight cpu.Reduction raises "The block ... is an output block" on the fused kernel."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto as T
+    from onnx import helper as h
+    from onnx import numpy_helper as nh
+
+    w = nh.from_array(np.random.default_rng(0).standard_normal((64, 32)).astype("float32"), "W")
+    b = nh.from_array(np.zeros(32, "float32"), "B")
+    g = h.make_graph([h.make_node("Gemm", ["x", "W", "B"], ["g"]), h.make_node("Relu", ["g"], ["r"]),
+                      h.make_node("Dropout", ["r"], ["y", "mask"])], "fc",
+                     [h.make_tensor_value_info("x", T.FLOAT, [1, 64])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [1, 32])], [w, b])  # the mask is read by nobody
+    onnx.save(h.make_model(g, opset_imports=[h.make_opsetid("", 11)]), path)
+    return path
+
+
+def test_a_kernel_dlight_rejects_still_builds_and_is_timed(tmp_path, monkeypatch):
+    """light_bvlc_alexnet and light_zfnet512 at minutes=10: the tvm-dlight comparison build raised in the build
+    job, the winners were blamed and bisected until the minutes ran out. dlight's rules now decline where they
+    raise, and the comparison is timed with all four builds."""
+    from leka.optimize import pipeline
+
+    monkeypatch.setattr(pipeline, "_decide", lambda *a: ({}, None, "test"))
+    model, out = _fc_dropout_model(tmp_path / "fc.onnx"), tmp_path / "fc.leka"
+    rc = main(["optimize", str(model), "-o", str(out), "--db", str(tmp_path / "t.db"), "--time-s", "0.05",
+               "--quiet"])
+    assert rc == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["verification"]["status"] == "passed" and not m["references_failed"]
+    assert set(m["latency"]) == {"optimized", "tvm-naive", "tvm-dlight", "onnxruntime"}
+
+
+def test_a_comparison_build_that_fails_is_named_not_fatal(tmp_path, monkeypatch):
+    from leka.optimize import build_job
+    from leka.optimize.importer import import_model
+    from leka.targets import get_target
+
+    def broken(*_a):
+        raise RuntimeError("ScheduleError: The block s_tir.SBlock#0 is an output block")
+
+    monkeypatch.setattr(build_job, "with_dlight", broken)
+    result: dict = {}
+    runners = build_job._references(import_model(_fc_dropout_model(tmp_path / "fc.onnx"))[1],
+                                     get_target("host-cpu"), result)
+    assert list(runners) == ["tvm-naive"]
+    assert "output block" in result["references_failed"]["tvm-dlight"]

@@ -26,20 +26,7 @@ def default_schedule(func, target: TargetPreset | str | dict, rules: str = "naiv
     mod = as_module(func)
     if rules == "naive":
         return mod if preset.family == "cpu" else _naive_gpu(mod, preset)
-    from tvm.s_tir import dlight as dl
-
-    if preset.family == "cpu":
-        rule_list = [dl.cpu.GEMV(), dl.cpu.Reduction()]
-    else:  # Fallback is last: a generic binding when no pattern rule fits
-        rule_list = [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
-    target_obj = tvm.target.Target(preset.target)
-    out = tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs)
-    with target_obj:
-        for gv, f in mod.functions_items():
-            if isinstance(f, tvm.tirx.PrimFunc):
-                scheduled = _first_rule(rule_list, f, target_obj)
-                if scheduled is not None:
-                    out[gv] = scheduled.with_attr("tirx.is_scheduled", True)
+    out = apply_dlight(mod, tvm.target.Target(preset.target), preset.family)
     f = out[ENTRY]
     if f.attrs is None or not f.attrs.get("tirx.is_scheduled", False):
         return None
@@ -56,6 +43,34 @@ def baseline_module(func, target: TargetPreset | str | dict, name: str) -> tuple
     if mod is None:
         return f"{name}(naive)", default_schedule(func, target, rules="naive")
     return name, mod
+
+
+def dlight_rules(family: str) -> list[Any]:
+    """dlight's default rules for a target family; on GPU Fallback is last (a generic binding when no pattern
+    rule fits)."""
+    from tvm.s_tir import dlight as dl
+
+    if family == "cpu":
+        return [dl.cpu.GEMV(), dl.cpu.Reduction()]
+    return [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
+
+
+def apply_dlight(mod: Any, target: Any, family: str) -> Any:
+    """dlight's default rules on every PrimFunc of `mod` that is not scheduled yet, as ApplyDefaultSchedule
+    does, one function at a time: a rule that raises does not apply (0.27's cpu.Reduction raises "The block
+    ... is an output block" on AlexNet's fc+relu+copy kernels, which failed whole model builds), and a function
+    no rule schedules stays as it is. `target`: a tvm Target."""
+    import tvm
+
+    rules = dlight_rules(family)
+    out = tvm.IRModule(dict(mod.functions_items()), attrs=mod.attrs)
+    with target:
+        for gv, f in mod.functions_items():
+            if isinstance(f, tvm.tirx.PrimFunc) and not (f.attrs is not None and f.attrs.get("tirx.is_scheduled", False)):
+                scheduled = _first_rule(rules, f, target)
+                if scheduled is not None:
+                    out[gv] = scheduled.with_attr("tirx.is_scheduled", True)
+    return out
 
 
 def _first_rule(rules, func, target):

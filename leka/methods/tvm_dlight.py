@@ -8,17 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from leka.compiler.schedules import apply_dlight
+
 from .base import MethodContext, Sample, evaluate_source, register_method
 
 NO_RULE = "dlight: no rule applies"
-
-
-def dlight_rules(family: str) -> list[Any]:
-    from tvm.s_tir import dlight as dl
-
-    if family == "cpu":
-        return [dl.cpu.GEMV(), dl.cpu.Reduction()]
-    return [dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback()]
 
 
 def schedule_graph(mod: Any, target: Any) -> tuple[Any, int, int]:
@@ -31,9 +25,7 @@ def schedule_graph(mod: Any, target: Any) -> tuple[Any, int, int]:
             relax.transform.DecomposeOpsForInference(), relax.transform.LegalizeOps(),
             relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(), relax.transform.FuseOps(),
             relax.transform.FuseTIR(), relax.transform.DeadCodeElimination()])(mod)
-        from tvm.s_tir import dlight as dl
-
-        out = dl.ApplyDefaultSchedule(*dlight_rules(target.family))(fused)
+    out = apply_dlight(fused, tvm.target.Target(target.target), target.family)
     funcs = [f for _, f in out.functions_items() if isinstance(f, tvm.tirx.PrimFunc)]
     scheduled = sum(1 for f in funcs if f.attrs is not None and f.attrs.get("tirx.is_scheduled", False))
     return out, scheduled, len(funcs)
