@@ -136,6 +136,9 @@ def test_the_clock_leaves_tuning_what_the_build_does_not_need(monkeypatch):
     now[0] = 20.0  # import and profiling took 20 s
     assert clock.tuning_minutes(20.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 64) * 0.9 / 60)
     assert clock.tuning_minutes(20.0, timed=False, time_s=1.0) == pytest.approx((600 - 20 - 20) * 0.9 / 60)
+    # a default build of 2 s a call: 5 rounds x 3 batches x (default, dlight, optimised) of timing kept too
+    assert clock.tuning_minutes(20.0, timed=True, time_s=1.0, default_s=2.0) == pytest.approx(
+        (600 - 20 - 64 - 90) * 0.9 / 60)
     monkeypatch.setattr(clock_mod, "load_factor", lambda: 2.0)  # load twice the cores: compiles take twice
     assert clock.tuning_minutes(20.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 124) * 0.9 / 60)
     now[0] = 590.0

@@ -32,6 +32,19 @@ def test_alternate_reports_each_round():
     assert calls["a"] > 0 and calls["b"] > 0
 
 
+def test_alternate_starts_no_round_past_its_deadline():
+    """A build of 30 ms a call timed with a deadline 0.25 s away: rounds stop early (each makes its 3 batches
+    of every build, ~0.2 s), the figures say how many rounds, and the report warns that they were cut short."""
+    import time
+
+    lat, host = alternate({"slow": lambda _i: time.sleep(0.03), "fast": lambda _i: None}, [], rounds=5,
+                          min_time_s=0.0, deadline=time.time() + 0.25)
+    assert 1 <= lat["slow"]["rounds"] < 5 and lat["fast"]["rounds"] == lat["slow"]["rounds"]
+    assert len(lat["slow"]["round_ms"]) == lat["slow"]["rounds"]
+    assert f"{lat['slow']['rounds']} of 5 rounds" in host["cut_short"]
+    assert any("timed over" in w for w in warnings(lat, host))
+
+
 def test_verdict_says_slower_and_undecided():
     opt = _r([1.0, 1.1, 1.0, 1.05, 1.0])
     assert verdict(opt, _r([2.0, 2.1, 2.0, 2.0, 2.2])) == "2.00x faster"

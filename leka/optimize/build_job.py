@@ -80,17 +80,20 @@ def _ort_runner(model_path: str, names: list[str], threads: int) -> Callable[[li
     return lambda inputs: list(sess.run(None, dict(zip(names, inputs))))
 
 
+MIN_BATCHES = 3  # batches a round makes at least, however long one call takes
 ROUNDS = 5  # rounds of the end-to-end comparison; medians and spreads are across them (timing_verdict.py)
 
 
 def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: list[np.ndarray],
-              rounds: int = ROUNDS, min_time_s: float = 1.0,
-              min_batches: int = 3) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+              rounds: int = ROUNDS, min_time_s: float = 1.0, min_batches: int = MIN_BATCHES,
+              deadline: float | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Each runner's median ms per call over `rounds` rounds, and the host's load around the timing. A round
     lasts min_time_s * len(runners) / rounds and is made of short batches (~2 ms per runner) visiting the
     runners in a fresh random order, so machine load and the scheduler's time slices fall on all of them
     alike; the round's figure is the median of its batches, and the reported median and spread are across
-    rounds (the spread within a round hid 2x swings between identical runs on a loaded host)."""
+    rounds (the spread within a round hid 2x swings between identical runs on a loaded host). `deadline`
+    (time.time()): no round starts that would end past it, so a model whose default build takes seconds a
+    call is timed over fewer rounds (the figures say how many) instead of running past --budget minutes."""
     per_call: dict[str, float] = {}
     for name, run in runners.items():  # warm up, then size each batch
         run(inputs)
@@ -101,10 +104,15 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
     samples: dict[str, list[list[float]]] = {n: [[] for _ in range(rounds)] for n in runners}
     order, rng = list(runners), np.random.default_rng(0)
     round_s = min_time_s * len(runners) / rounds
-    host = {"cores": os.cpu_count() or 1, "load_before": os.getloadavg()[0]}
+    host: dict[str, Any] = {"cores": os.cpu_count() or 1, "load_before": os.getloadavg()[0]}
     # this process's threads (TVM's pool, ORT's) at the evaluator's timing priority, as its kernels are timed
     with thread_priority(os.getpid()):
+        last_round_s = 0.0
         for r in range(rounds):
+            if r and deadline is not None and time.time() + last_round_s > deadline:
+                samples = {n: v[:r] for n, v in samples.items()}
+                host["cut_short"] = f"{r} of {rounds} rounds: the budget's minutes"
+                break
             t_round, batches = time.perf_counter(), 0
             while batches < min_batches or time.perf_counter() - t_round < round_s:
                 rng.shuffle(order)
@@ -114,6 +122,7 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
                         runners[name](inputs)
                     samples[name][r].append((time.perf_counter() - t0) / number[name] * 1e3)
                 batches += 1
+            last_round_s = time.perf_counter() - t_round
     host["load_after"] = os.getloadavg()[0]
     return {n: _stats(v) for n, v in samples.items()}, host
 
@@ -174,7 +183,8 @@ def main(job_path: str) -> int:
             runners = {"optimized": run_opt, **_references(fused, preset, result),
                        "onnxruntime": _ort_runner(job["model"], names, int(job["threads"]))}
             result["latency"], result["latency_host"] = alternate(runners, [arrays[f"0:{n}"] for n in names],
-                                                                  min_time_s=float(job.get("min_time_s", 1.0)))
+                                                                  min_time_s=float(job.get("min_time_s", 1.0)),
+                                                                  deadline=job.get("deadline"))
     Path(job["result"]).write_text(json.dumps(result))
     return 0
 

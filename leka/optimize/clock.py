@@ -95,14 +95,20 @@ class WholeRun:
                 signal.signal(signal.SIGALRM, old)
         self.check(stage)
 
-    def tuning_minutes(self, before_s: float, timed: bool, time_s: float) -> float | None:
+    def tuning_minutes(self, before_s: float, timed: bool, time_s: float, default_s: float = 0.0) -> float | None:
         """Minutes left for tuning: what remains less the build's reserve (see MIN_COMPILE_S), estimated from
-        `before_s`, the seconds import and profiling took; refuses a run whose build cannot fit."""
+        `before_s`, the seconds import and profiling took, and, when timed, from `default_s`, one call of the
+        default build (the profile's sum): every round of the comparison makes at least MIN_BATCHES batches of
+        each build, and the default and dlight builds of an unscheduled CNN take seconds a call (inception_v1:
+        1.9 s, so about 85 s of timing that a reserve of 4 x time_s did not hold). Refuses a run whose build
+        cannot fit."""
+        from .build_job import MIN_BATCHES, ROUNDS
+
         left = self.left_s()
         if left is None or self.minutes is None:  # both None together: an unbounded clock
             return None
-        reserve = ((3 if timed else 1) * max(MIN_COMPILE_S, before_s) * load_factor()
-                   + (4 * time_s if timed else 0.0))
+        timing = 4 * time_s + ROUNDS * MIN_BATCHES * 3 * default_s  # optimised <= default, dlight ~ default
+        reserve = (3 if timed else 1) * max(MIN_COMPILE_S, before_s) * load_factor() + (timing if timed else 0.0)
         if left <= reserve:
             raise MinutesExceeded(f"--budget minutes={self.minutes:g} does not fit this model: import and profiling "
                                 f"took {before_s:.1f} s, and the build needs about {reserve:.0f} s more, past the "

@@ -23,6 +23,7 @@ from .remote import REMOTE_STEPS
 from .view import OptimizeView
 
 DEFAULT_BUDGET = "minutes=10"
+DEADLINE_MARGIN_S = 10.0  # the build job stops timing this long before the whole run's deadline
 
 
 @dataclass
@@ -114,7 +115,8 @@ def _import_and_profile(opts: OptimizeOptions, preset: Any, view: OptimizeView,
              f"({sum(s.weight for s in specs)} calls); profiling the default build on {preset.name} ...")
     with clock.bounded("profiling the default build"):
         profs = profile(specs, preset)
-    minutes = clock.tuning_minutes(clock.elapsed(), preset.runnable and opts.time_s > 0, opts.time_s)
+    default_s = sum((p.default_ms or 0.0) * p.spec.weight for p in profs) / 1e3
+    minutes = clock.tuning_minutes(clock.elapsed(), preset.runnable and opts.time_s > 0, opts.time_s, default_s)
     tune_opts = opts if minutes is None else replace(opts, budget=_with_minutes(opts.budget, minutes))
     split_budget(profs, tune_opts.budget)
     return loaded, profs, tune_opts
@@ -344,8 +346,10 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
            "outputs": str(work / "outputs.npz"), "input_names": [i.name for i in loaded.inputs],
            "n_sets": len(sets), "threads": _threads(preset), "time": timed and opts.time_s > 0, "min_time_s": opts.time_s,
            "result": str(work / "result.json")}
-    (work / "job.json").write_text(json.dumps(job))
     left = clock.left_s()
+    if left is not None:  # the timing starts no round past it; the margin is for checking and writing OUT
+        job["deadline"] = time.time() + left - max(DEADLINE_MARGIN_S, 0.05 * left)
+    (work / "job.json").write_text(json.dumps(job))
     try:
         proc = subprocess.run([sys.executable, "-m", "leka.optimize.build_job", str(work / "job.json")],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
