@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from leka.compiler.schedules import apply_dlight
-
 from .base import MethodContext, Sample, evaluate_source, register_method
 
 NO_RULE = "dlight: no rule applies"
@@ -20,12 +18,15 @@ def schedule_graph(mod: Any, target: Any) -> tuple[Any, int, int]:
     import tvm
     from tvm import relax
 
-    with tvm.target.Target(target.target):
+    from leka.compiler.schedules import apply_dlight  # here: importing the method registry stays light
+
+    tvm_target = tvm.target.Target(target.target)
+    with tvm_target:
         fused = tvm.transform.Sequential([
             relax.transform.DecomposeOpsForInference(), relax.transform.LegalizeOps(),
             relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(), relax.transform.FuseOps(),
             relax.transform.FuseTIR(), relax.transform.DeadCodeElimination()])(mod)
-    out = apply_dlight(fused, tvm.target.Target(target.target), target.family)
+    out = apply_dlight(fused, tvm_target, target.family)
     funcs = [f for _, f in out.functions_items() if isinstance(f, tvm.tirx.PrimFunc)]
     scheduled = sum(1 for f in funcs if f.attrs is not None and f.attrs.get("tirx.is_scheduled", False))
     return out, scheduled, len(funcs)
