@@ -106,10 +106,13 @@ def _chain_model(path, n: int):
 def test_budget_minutes_bound_the_whole_optimise_run(tmp_path, capsys, nodes):
     """attack: a model whose import and profiling alone outlast --budget minutes (before: minutes=0.1 on a
     100,000-node model ran 13.4 minutes, the limit applied to tuning only); expect: exit 2 in one line saying
-    the run does not fit, within the minutes (plus the TVM call in progress), nothing written."""
+    the run does not fit, within the minutes plus the TVM call in progress, nothing written. That call is at most
+    the whole import, timed here right after on the same host (CI saw 9.0 s on a host running the suite 1.5x
+    slower, against a fixed 8 s bound); a run bounded only in tuning spends import, profiling and the build."""
     import time
 
     from leka.cli.main import main
+    from leka.optimize.importer import import_model
 
     model, out = _chain_model(tmp_path / "chain.onnx", nodes), tmp_path / "a.leka"
     t0 = time.monotonic()
@@ -118,8 +121,11 @@ def test_budget_minutes_bound_the_whole_optimise_run(tmp_path, capsys, nodes):
     wall = time.monotonic() - t0
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 4 and len(err) == 1 and "does not fit this model" in err[0], err  # 4: the budget ran out
-    assert wall < 3.0 + 5.0, wall
     assert not out.exists()
+    t0 = time.monotonic()
+    import_model(model)
+    import_s = time.monotonic() - t0
+    assert wall < 3.0 + 2.0 + max(3.0, import_s), (wall, import_s)
 
 
 def test_the_clock_leaves_tuning_what_the_build_does_not_need(monkeypatch):
