@@ -56,8 +56,8 @@ def test_leftover_minutes_go_to_kernels_not_exhausted_largest_first():
 
 
 def test_rounds_continue_until_every_search_is_exhausted(tmp_path):
-    """A settled quick-pass entry and a search cut off by its budget get the leftover minutes; the run stops early
-    once every search is exhausted and says so."""
+    """The quick pass first for the kernel without a decision; then the searches, the quick-pass entry and the
+    quick winner as incumbents; the run stops early once every search is exhausted and says so."""
     import time
 
     from leka.optimize.db import TuningDB
@@ -67,6 +67,10 @@ def test_rounds_continue_until_every_search_is_exhausted(tmp_path):
 
     def tune(todo, attempt):
         rounds.append([p.spec.key for p in todo])
+        if len(rounds) == 1:  # round 0: the quick pass first, for the kernel without a decision
+            assert all(p.quick and p.budget is None for p in todo)
+        else:
+            assert all(not p.quick and p.budget.startswith("minutes=") for p in todo)
         reason = "budget: minutes" if attempt == 0 else "every layer exhausted"
         return {p.spec.key: Winner(p.spec.key, "t", None, None, None, None, "leka", "r1", None,
                                    {"correct": True, "how": search_how(p.budget, reason)}) for p in todo}

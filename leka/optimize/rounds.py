@@ -113,6 +113,9 @@ def tune_in_rounds(first: list[KernelProfile], everyone: list[KernelProfile], kn
     on how the budget ended. `tune(profs, attempt)` runs leka.executors.tuning.tune_on_executor (attempt: the
     round, a new search's seed and agent run)."""
     tkey, decisions, rounds, todo = target_key(preset), dict(known), 0, first
+    if until is not None:
+        todo = quick_first(first, known, until)
+        say(f"quick pass first: the rules' first candidates for {len(todo)} kernel(s), largest share first")
     while True:
         for key, w in tune(todo, rounds).items():
             decisions[key] = merge(decisions.get(key), w, tkey, db) if key in decisions else w
@@ -124,6 +127,19 @@ def tune_in_rounds(first: list[KernelProfile], everyone: list[KernelProfile], kn
         if not todo:
             return decisions, end_note(everyone, decisions, left, rounds)
         say(f"round {rounds + 1}: {left:.2g} min left for {len(todo)} kernel(s) whose search is not exhausted")
+
+
+def quick_first(first: list[KernelProfile], known: dict[str, Winner], until: float) -> list[KernelProfile]:
+    """Round 0 of a minutes budget: every kernel without a decision gets the quick pass (the offline rules' first
+    candidates, largest share first) before any search, so each has a verified floor early and the searches that
+    follow (next_round, the quick winner as incumbent) spend what is left. Searching first let one slow kernel
+    end with nothing: light_bvlc_alexnet's 9216x4096 GEMV (25 % of the model, 35 s an evaluation) was searched
+    for its ~1 minute share, found no winner, and stayed 35x slower than the rules' first candidate."""
+    todo = [p for p in first if p.spec.key not in known]
+    each = max(0.0, (until - time.time()) / 60) / max(1, len(todo))  # the pass runs on until `until` anyway
+    for p in todo:
+        p.budget, p.quick, p.quick_minutes, p.why_not = None, True, each, "quick pass first"
+    return todo
 
 
 def next_round(profs: list[KernelProfile], decisions: dict[str, Winner], left: float) -> list[KernelProfile]:
