@@ -4,6 +4,7 @@ over go to further rounds on the kernels whose search is not exhausted, and the 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from leka.cli.main import main
 from leka.optimize.db import Winner
@@ -51,6 +52,9 @@ def test_leftover_minutes_go_to_kernels_not_exhausted_largest_first():
     assert abs(sum(minutes) - 2.5) < 1e-3 and min(minutes) >= 1.0 and minutes[0] > minutes[1]
     assert next_round(profs, done, left=0.5) == [] and next_round(profs, done, left=-0.6) == []
     assert "could still be searched" in end_note(profs, done, 0.5, 1)
+    # where the time still is: a 44x quick winner on the largest kernel comes after a 7.6x one on the next
+    fast = {"a": replace(_entry(quick_how(0.1)), speedup=44.0), "b": replace(_entry(quick_how(0.1)), speedup=7.6)}
+    assert [p.spec.key for p in next_round(profs[:2], fast, left=1.0)] == ["b"]
     every = {k: _entry(search_how("minutes=1", "every layer exhausted")) for k in "abcd"}
     assert next_round(profs, every, left=5.0) == [] and "stopped early" in end_note(profs, every, 5.0, 2)
 

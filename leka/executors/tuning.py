@@ -1,6 +1,6 @@
 """The kernels of `leka optimize` as executor jobs, the one way they fan out: one job per kernel with a budget
 (leka.optimize.tune.run_job, a method attempt under the kernel's share of the budget) and, after them, one quick-pass
-job for the small kernels (tune.run_quick), all through leka.optimize.tune.run_tuning_job. The executor is the
+job for the kernels given no search (tune.run_quick; round 0 of a minutes budget is that job alone), all through leka.optimize.tune.run_tuning_job. The executor is the
 local pool (leka/executors/pool.py, `--jobs` fresh worker processes) unless `--executor` names another (Ray). The
 driver decides each kernel and writes it to the tuning database as its job comes back, so --resume loses no
 finished kernel. The decision rules are tune.py's (crashed_winner, record_decision)."""

@@ -6,8 +6,9 @@ Each job builds its own Evaluator and runs `method.run(task, target, ctx)` under
 The method's final answer is the decision: a correct candidate faster than the default build (as the evaluator
 re-measured it) replaces the kernel; otherwise the default build stays. The driver writes the decisions to the
 tuning database as they finish, so an interrupted optimisation loses no finished kernel (--resume).
-Kernels under the share threshold are not searched: one job (run_quick) judges the offline rules' first
-candidates for each of them once, within their pooled slice of the time (profile.QUICK_FRACTION).
+The quick pass, one job (run_quick), judges the offline rules' first candidates of each of its kernels once: with a
+minutes budget every kernel without a decision, before any search (rounds.quick_first); without one, the kernels
+under the share threshold, after the searches.
 """
 from __future__ import annotations
 
@@ -92,8 +93,8 @@ class QuickJob:
     leka_home: str | None
     minutes: float | None  # the pass's time limit (None: QUICK_CANDIDATES evaluations per kernel only)
     rpc: str | None = None
-    # When the whole run's minutes end (epoch seconds): the pass runs after the searched kernels, and what
-    # their searches left unspent (an agent stops when its rules are exhausted) is its time too.
+    # When the whole run's minutes end (epoch seconds): the pass may run on until then (its kernels' own
+    # minutes are a floor; the searches that follow get what it leaves).
     until: float | None = None
 
 
