@@ -72,6 +72,23 @@ def _uses(expr: Any, var: str) -> bool:
     return any(v.name == var for v in undefined_vars(expr))
 
 
+def uses_outside_groups(expr: Any, var: str, min_div: int = 4) -> bool:
+    """`var` occurs in `expr` other than inside a floordiv by a constant >= min_div: a grouped convolution
+    reads its input channel as (co // per_group) * ci_per_group + rc, which a tile of output channels inside
+    one group does not move, unlike a depthwise one's co."""
+    import tvm
+
+    if isinstance(expr, tvm.tirx.Var):
+        return bool(expr.name == var)
+    if isinstance(expr, tvm.tirx.FloorDiv) and isinstance(expr.b, tvm.tirx.IntImm) and expr.b.value >= min_div:
+        return False
+    if isinstance(expr, (tvm.tirx.Add, tvm.tirx.Sub, tvm.tirx.Mul, tvm.tirx.FloorDiv, tvm.tirx.FloorMod)):
+        return uses_outside_groups(expr.a, var, min_div) or uses_outside_groups(expr.b, var, min_div)
+    if isinstance(expr, tvm.tirx.Cast):
+        return uses_outside_groups(expr.value, var, min_div)
+    return _uses(expr, var)  # any other node: every occurrence counts
+
+
 def _last_index_only(regions: Any, var: str) -> bool:
     for reg in regions:
         uses = [i for i, r in enumerate(reg.region) if _uses(r.min, var)]

@@ -63,8 +63,8 @@ def im2col_axes(ctx: RuleContext, b: BlockInfo) -> Im2colAxes | None:
     """An NCHW dense convolution with a kh x kw > 1 window, a long reduction, enough output channels and
     rows that waste vector lanes, on a map of at most MAX_PIXELS; None otherwise."""
     axes = conv_axes(ctx, b)
-    if axes is None or axes.pad_at_chunk or len(b.spatial) != 4 or len(b.reduce) != 3:
-        return None  # not a dense conv, or NHWC (its channels are already the vector)
+    if axes is None or axes.pad_at_chunk or axes.grouped or len(b.spatial) != 4 or len(b.reduce) != 3:
+        return None  # not a dense conv (grouped: the column copy assumes one input-channel range), or NHWC
     if not any(b.extents[i] > 1 for i in b.reduce[1:]):
         return None  # 1x1: the pixels are already a GEMM axis (cpu.pointwise_conv)
     rows, cols = b.spatial[-2], b.spatial[-1]

@@ -8,7 +8,8 @@ outputs. The second loop is chosen for operand reuse:
 - vector axis not read by the input (NHWC output channels): the innermost input-walking loop (width);
   a weight vector is reused across `reg` output pixels, an input scalar broadcast across channels;
 - vector axis read by the input (NCHW width): the output channel (reads no input): one input vector
-  reused across `reg` channels, weights broadcast. Depthwise convolution is declined (measured loss).
+  reused across `reg` channels, weights broadcast. Depthwise convolution is declined (measured loss); a
+  grouped one is taken (its input channel moves only from one group to the next).
 The outer loops are parallelised, the accumulator tile is written back per tile (epilogues such as
 bias + relu inlined into that write-back), the padding stage is computed per parallel chunk or left
 to the default treatment. A rule of its own because cpu.tile_reduction tiles the two innermost
@@ -21,7 +22,7 @@ from typing import Any, Callable
 
 from leka.ir import CandidateIR
 
-from ..analysis import BlockInfo, _uses
+from ..analysis import BlockInfo, _uses, uses_outside_groups
 from ..context import RuleContext
 from ..cpu_plan import inline_intermediates, lanes_for, parallel_outer, schedule_rest
 from ..sketch import Sketch
@@ -42,6 +43,10 @@ class ConvAxes:
     # computed per parallel chunk; in NCHW they run over output channels, and every chunk would pad the
     # whole input again (measured 0.05 -> 0.9 ms on a 3x3 s2 conv), so there it stays a separate stage
     pad_at_chunk: bool = False
+    # a grouped convolution: the input channel is read as (co // per_group) * ci_per_group + rc, so a tile of
+    # output channels inside one group reuses the same input (AlexNet's conv2/4/5; rules that rewrite the
+    # input's layout, cpu.conv_im2col, decline it)
+    grouped: bool = False
 
 
 def _sliding(reg, spatial_vars: list[str], reduce_vars: list[str]) -> bool:
@@ -96,7 +101,9 @@ def conv_axes(ctx: RuleContext, b: BlockInfo) -> ConvAxes | None:
     if len(walked(data)) < (2 if windows else 3) or not any(_uses(r.min, k) for r in weight.region for k in rd):
         return None
     vec = b.spatial[-1]
-    on_data, on_weight = walked(data), walked(weight)
+    on_weight = walked(weight)
+    on_data = {v for v in walked(data) if any(uses_outside_groups(r.min, v) for r in data.region)}
+    grouped = on_data != walked(data)
     if not on_weight - on_data:
         # depthwise (every output channel reads its own input channel): measured 0.4-0.6x against the
         # naive lowering (LLVM vectorises that short loop nest well; threads cost more), so declined
@@ -106,7 +113,7 @@ def conv_axes(ctx: RuleContext, b: BlockInfo) -> ConvAxes | None:
         pick = [i for i in big if names[i] in on_data]
     else:  # NCHW: width vectorised, output channels in the tile
         pick = [i for i in big if names[i] in on_weight and names[i] not in on_data]
-    return ConvAxes(vec, pick[-1], names[vec] not in on_data) if pick else None
+    return ConvAxes(vec, pick[-1], names[vec] not in on_data, grouped) if pick else None
 
 
 def _place_padding(sk: Sketch, ctx: RuleContext, anchor: str | None, how: str) -> set[str]:
