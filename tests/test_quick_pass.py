@@ -111,3 +111,24 @@ def test_one_kernel_failing_does_not_sink_the_quick_pass():
     bad, good = run_quick(QuickJob([broken, _spec()], "host-cpu", "test-run", None, minutes=None))
     assert bad.source is None and "Error" in bad.detail["error"]
     assert good.detail["candidates"] and good.kernel_key == _spec().key
+
+
+def test_the_worker_memory_limit_grows_with_the_kernels_arguments(monkeypatch):
+    """attack: a 0.30 GB fully connected layer (light_zfnet512) whose timing copies outgrew the worker's 8 GB
+    (std::bad_alloc, recorded as "measured 0.00x", the layer left at its default build); expect: the limit grows
+    with the largest kernel's arguments, never below the default, never past 3/4 of the host's memory."""
+    import os
+    from types import SimpleNamespace
+
+    from leka.evaluator import EvalConfig
+    from leka.optimize.tune import WORKER_GB_PER_ARG_GB, eval_config
+
+    def spec(gb: float):
+        return SimpleNamespace(args=[("w", (int(gb * 1e9 / 4),), "float32", "input")])
+
+    base = EvalConfig().mem_limit_gb
+    assert eval_config([]).mem_limit_gb == base and eval_config([spec(0.001)]).mem_limit_gb >= base
+    assert eval_config([spec(0.001), spec(0.3)], measure=False).mem_limit_gb == base + WORKER_GB_PER_ARG_GB * 0.3
+    assert eval_config([spec(0.3)], measure=False).measure is False
+    host_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    assert eval_config([spec(100.0)]).mem_limit_gb <= max(base, 0.75 * host_gb)

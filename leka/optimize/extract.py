@@ -91,13 +91,18 @@ def kernel_specs(mod: Any) -> list[KernelSpec]:
 def make_task(spec: KernelSpec, target: Any) -> Task:
     """The kernel as a suite Task; its reference is TVM's default build for `target`'s host CPU."""
     reference = _DefaultBuildReference(spec)
-    nbytes = sum(int(np.prod(a[1], dtype=np.int64)) * np.dtype(a[2]).itemsize for a in spec.args)
+    nbytes = spec_bytes(spec)
     return Task(id=spec.task_id, pattern=f"model-kernel:{spec.name}", level=2, domain="vision",
                 args=tuple(ArgSpec(n, tuple(s), d, role) for n, s, d, role in spec.args),
                 build=lambda: _parse_trusted(spec.script), reference=reference, flops=spec.flops, bytes=nbytes,
                 dtype=spec.args[-1][2], description=f"kernel {spec.name} of an imported model (x{spec.weight})",
                 rtol=KERNEL_RTOL, atol=KERNEL_ATOL, tags=("model-kernel",), source="leka optimize",
                 extra={"kernel_key": spec.key, "weight": spec.weight})
+
+
+def spec_bytes(spec: KernelSpec) -> int:
+    """The kernel's arguments' bytes."""
+    return sum(int(np.prod(a[1], dtype=np.int64)) * np.dtype(a[2]).itemsize for a in spec.args)
 
 
 def spec_data(spec: KernelSpec) -> dict[str, Any]:

@@ -205,13 +205,13 @@ def _reverify(profs: list[KernelProfile], found: dict[str, Winner], preset: Any,
     default kernel and must pass the winner test again (tune.is_winner), its entry then refreshed with this
     measurement; one that does not is deleted and the kernel tuned again. A build-only target's entries are
     checked for correctness only (and say so)."""
-    from leka.evaluator import EvalConfig, Evaluator
+    from leka.evaluator import Evaluator
 
-    from .tune import is_winner
+    from .tune import eval_config, is_winner
 
     ok: dict[str, Winner] = {}
     by_key = {p.spec.key: p for p in profs}
-    with Evaluator(preset, EvalConfig(measure=measure)) as ev:
+    with Evaluator(preset, eval_config([by_key[k].spec for k in found], measure=measure)) as ev:
         for key, w in found.items():
             if w.source is None:
                 ok[key] = w

@@ -146,7 +146,8 @@ def quick_first(first: list[KernelProfile], known: dict[str, Winner], until: flo
 def remaining_share(p: KernelProfile, w: Winner | None) -> float:
     """The kernel's share of the default build's time, divided by its decision's speedup so far: where the time
     still is (a GEMV the quick pass made 44x faster no longer comes before a conv it made 7.6x faster)."""
-    return p.share / (w.speedup if w is not None and w.source and (w.speedup or 0) > 1 else 1.0)
+    speedup = (w.speedup or 1.0) if w is not None and w.source else 1.0
+    return p.share / max(1.0, speedup)
 
 
 def next_round(profs: list[KernelProfile], decisions: dict[str, Winner], left: float) -> list[KernelProfile]:

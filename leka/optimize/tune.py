@@ -20,13 +20,34 @@ from dataclasses import dataclass
 from typing import Any
 
 from .db import TuningDB, Winner
-from .extract import KernelSpec, make_task
+from .extract import KernelSpec, make_task, spec_bytes
 from .rounds import quick_how, search_how
 
 # A winner must beat the default build by more than timing noise (docs: "fast" means beyond the noise).
 MIN_SPEEDUP = 1.05
 QUICK_CANDIDATES = 2  # offline-rule candidates judged per kernel in the quick pass
 QUICK_KEY = "quick-pass"  # the quick job's key among an executor's jobs (not a kernel key)
+
+
+# The evaluator's worker runs under an address-space limit (EvalConfig.mem_limit_gb, 8 GB). Timing keeps several
+# copies of every argument (the uploaded inputs, their alternates and masks, the fresh inputs of each run and the
+# checked runs' slots, for each side): light_zfnet512's first fully connected layer (0.30 GB of arguments) ran out of it
+# (std::bad_alloc, "measured 0.00x", 27.6 % of the model left at its default build), AlexNet's 0.15 GB fit.
+WORKER_GB_PER_ARG_GB = 32.0
+
+
+def eval_config(specs: "list[KernelSpec]", **kw: Any) -> Any:
+    """The EvalConfig for judging these kernels: the worker's memory limit grown with the largest kernel's
+    arguments, up to 3/4 of this host's memory."""
+    from leka.evaluator import EvalConfig
+
+    largest = max((spec_bytes(s) for s in specs), default=0) / 1e9
+    try:
+        host_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    except (ValueError, OSError):
+        host_gb = 16.0
+    base = EvalConfig().mem_limit_gb
+    return EvalConfig(mem_limit_gb=max(base, min(base + WORKER_GB_PER_ARG_GB * largest, 0.75 * host_gb)), **kw)
 
 
 @dataclass
@@ -49,7 +70,6 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     # Terminated by the parent (Ctrl-C there): unwind, so the evaluator's worker is closed, not orphaned.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     from leka.budget import Budget
-    from leka.evaluator import EvalConfig
     from leka.executors.base import evaluator_for
     from leka.methods import MethodContext, get_method
     from leka.targets import get_target
@@ -66,7 +86,7 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
         if events is not None:
             events.put((job.spec.key, "msg", msg[:120]))
 
-    with evaluator_for(preset, EvalConfig(), job.rpc) as ev:
+    with evaluator_for(preset, eval_config([job.spec]), job.rpc) as ev:
         ctx = MethodContext(evaluator=ev, budget=budget, store=None, run_id=job.run_id, options=dict(job.options),
                             progress=say, sample_idx=job.attempt)
         samples = method.run(task, preset, ctx)
@@ -104,7 +124,6 @@ def run_quick(job: QuickJob, events: Any = None) -> list[Winner]:
     if job.leka_home:
         os.environ["LEKA_HOME"] = job.leka_home
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    from leka.evaluator import EvalConfig
     from leka.executors.base import evaluator_for
     from leka.proposers import ProposalRequest, get_proposer
     from leka.targets import get_target
@@ -113,7 +132,7 @@ def run_quick(job: QuickJob, events: Any = None) -> list[Winner]:
     proposer = get_proposer(None)
     out: list[Winner] = []
     until = None if job.minutes is None else max(time.time() + job.minutes * 60, job.until or 0.0)
-    with evaluator_for(preset, EvalConfig(), job.rpc) as ev:
+    with evaluator_for(preset, eval_config(job.specs), job.rpc) as ev:
         for spec in job.specs:
             if until is not None and time.time() > until:
                 break  # out of time: the rest keep their default build (not recorded: tried next run)
