@@ -41,16 +41,24 @@ EXPECTS = ("correct", "rejected", "wrong", "not-correct", "honest-timing", "bad-
 HONEST_FACTOR = 10.0
 
 # Attacks whose fix has not landed yet: strict xfails until it does (test id prefix -> what is missing).
-OPEN: dict[str, str] = {
-    "matmul/lie-runs": "open: 1000x more runs of a 1000x shorter time (the same total work) on a ~1 ms kernel reads "
-                       "like a ~1 µs kernel in rounds of 1,000-3,000 runs: the total work, the runs cap, the per-call "
-                       "floor and the output-bytes floor (0.17 µs) all hold (9,241x believed)",
+OPEN: dict[str, str] = {}
+# ... and those caught only on some hosts: non-strict (caught or not, the test reports which).
+SOMETIMES: dict[str, str] = {
+    "matmul/lie-runs": "open at some loads: 1000x more runs of a 1000x shorter time (the same total work) on a ~1 ms "
+                       "kernel reads like a ~1 µs kernel: the total work, the per-call floor and the output-bytes "
+                       "floor (0.17 µs) all hold (9,241x believed). Since the faster side's rounds last as long as "
+                       "the slower side's (timing._balanced), an honest candidate runs 6-15 times a round against "
+                       "its naive baseline, so the doctored 6,000-15,000 runs meet the 10,000-runs cap when the "
+                       "candidate runs under ~1.1 ms: caught on an idle host, not under load",
 }
 
 
 def xfail_if_open(test_id: str) -> list:
     reasons = [r for key, r in OPEN.items() if test_id.startswith(key)]
-    return [pytest.mark.xfail(strict=True, reason=reasons[0])] if reasons else []
+    if reasons:
+        return [pytest.mark.xfail(strict=True, reason=reasons[0])]
+    reasons = [r for key, r in SOMETIMES.items() if test_id.startswith(key)]
+    return [pytest.mark.xfail(strict=False, reason=reasons[0])] if reasons else []
 
 
 def meta(path: Path) -> dict[str, str]:

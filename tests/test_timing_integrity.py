@@ -347,3 +347,32 @@ def test_numpy_preproc_of_other_devices_keeps_timed_runs_the_same_way():
         a, b = k["inputs"]
         assert _as_mix(a, ins[0], pre.alt[0]) and all(np.array_equal(x, y) for x, y in zip(k["inputs"], k["inputs_after"]))
         np.testing.assert_allclose(k["outputs"][0], a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_unbalanced_sides_end_at_min_rounds_not_max_rounds():
+    """A fast candidate against a slow default build: the candidate's rounds are lengthened to the baseline's
+    (up to min_time_s / min_rounds), so both sides are done in about min_rounds (before: rounds of ~1 ms went on to
+    max_rounds=40 to give the candidate its min_time_s, and the 59 ms baseline ran 40 times along)."""
+    import time
+
+    from leka.evaluator.timing import alternate
+
+    class Sleeper:
+        def __init__(self, s: float) -> None:
+            self.s, self.runs = s, 0
+
+        def run(self) -> None:
+            self.time(1)
+
+        def time(self, number: int) -> float:
+            self.runs += number
+            time.sleep(self.s * number)
+            return self.s
+
+    cand, base = Sleeper(0.0005), Sleeper(0.02)
+    out = alternate(cand, base, min_rounds=7, max_rounds=40, min_time_s=0.08, min_run_ms=2.0)
+    # the first round is calibrated to min_run_ms, the rest lengthened: min_rounds, or one more
+    assert len(out["baseline_s"]) <= 8 and out["candidate_n"] >= 20, (len(out["baseline_s"]), out["candidate_n"])
+    assert base.runs <= 2 + 1 + 8  # warm-up, one calibration run (it lasts 5 rounds' worth), the rounds
+    even = alternate(Sleeper(0.0005), Sleeper(0.0005), min_rounds=7, max_rounds=40, min_time_s=0.08, min_run_ms=2.0)
+    assert even["candidate_n"] == even["baseline_n"] and len(even["candidate_s"]) >= 20  # balanced: unchanged

@@ -40,12 +40,24 @@ def _wall_per_run(x: Timeable, n: int) -> float:
 def _calibrate(x: Timeable, min_run_ms: float) -> int:
     """How many runs make one round last about min_run_ms of wall time — the runs and the untimed preproc
     before each, which for µs kernels costs more than the run — so the number of rounds, and with it the
-    median's robustness to a preempted round, does not depend on the kernel's size. The best of three
-    measurements at one run, then the best of two at that estimate."""
-    n = _runs_for(min(_wall_per_run(x, 1) for _ in range(3)), min_run_ms)
+    median's robustness to a preempted round, does not depend on the kernel's size. The best of three measurements at one run (one when that run alone lasts 5 rounds: a default
+    build of a large layer takes 0.1-1 s a call), then the best of two at that estimate."""
+    first = _wall_per_run(x, 1)
+    per_run = first if first * 1e3 >= 5 * min_run_ms else min([first] + [_wall_per_run(x, 1) for _ in range(2)])
+    n = _runs_for(per_run, min_run_ms)
     if n > 1:
-        n = _runs_for(min(_wall_per_run(x, n) for _ in range(2)), min_run_ms)
+        per_run = min(_wall_per_run(x, n) for _ in range(2))
+        n = _runs_for(per_run, min_run_ms)
     return n
+
+
+def _balanced(n: int, per_run_s: float, other_round_s: float, min_rounds: int, min_time_s: float) -> int:
+    """Runs per round for a side whose rounds are shorter than the other side's: enough to last as long as the
+    other's round, up to min_time_s / min_rounds (the rounds then stop at min_rounds). Rounds of ~1 ms of a
+    0.7 ms candidate against a 59 ms default build took 40 rounds to give the candidate its min_time_s, and the
+    default build ran 40 times along (5.7 s of an 11 s evaluation)."""
+    target = min(other_round_s, min_time_s / min_rounds)
+    return n if n * per_run_s >= target else max(n, min(MAX_RUNS, math.ceil(target / max(per_run_s, 1e-9))))
 
 
 def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
@@ -71,6 +83,9 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
         spent_c += c_times[-1] * nc
         spent_b += b_times[-1] * nb
         r += 1
+        if r == 1:  # unbalanced sides: the shorter rounds lengthened (the first round's runs say by how much)
+            nc, nb = (_balanced(nc, c_times[0], b_times[0] * nb, min_rounds, min_time_s),
+                      _balanced(nb, b_times[0], c_times[0] * nc, min_rounds, min_time_s))
         if r >= min_rounds and spent_c >= min_time_s and spent_b >= min_time_s:
             break
         if time.perf_counter() > t_end and r >= 3:
