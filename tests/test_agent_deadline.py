@@ -249,3 +249,31 @@ def test_a_slow_models_two_calls_fit_the_default_step():
     assert sized_for_model(Limits(), Proposer()).step_seconds(240) == 2 * 125.0 + STEP_WORK_S
     assert sized_for_model(Limits(step_s=20.0), Proposer()).step_seconds(240) == 20.0
     assert sized_for_model(Limits(), object()).step_seconds(240) == Limits().step_seconds(240) == 60.0
+
+
+def test_the_child_never_finalises_what_this_process_left_as_garbage():
+    """A garbage SQLite Connection finalised in a forked child waited forever on SQLite's mutex, held by another
+    thread at the fork (`leka remote ingest`). Here a lock held at the fork stands for that mutex and a
+    collectable cycle whose finaliser takes it for the Connection: the child's collection must not reach it."""
+    import gc
+    import threading
+
+    held = threading.Lock()
+
+    class Finalised:
+        def __del__(self):
+            with held:
+                pass
+
+    gc.disable()  # the cycle must still be garbage at the fork, not collected here first
+    try:
+        held.acquire()
+        cycle = Finalised()
+        cycle.me = cycle
+        del cycle
+        got = run_forked(lambda emit: (gc.collect(), emit({"kind": "collected"})), time.monotonic() + 5.0)
+    finally:
+        held.release()
+        gc.enable()
+        gc.collect()
+    assert got.cut_off is None and got.of_kind("collected")

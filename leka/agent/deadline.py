@@ -12,6 +12,7 @@ blocked call returns, and the candidate is recorded as cut off.
 from __future__ import annotations
 
 import faulthandler
+import gc
 import json
 import os
 import re
@@ -146,9 +147,15 @@ def run_forked(work: Callable[[Emit], None], deadline: float, grace_s: float = 0
     t0 = time.monotonic()
     rfd, wfd = os.pipe()
     dump = tempfile.TemporaryFile(prefix="leka-step-")
+    # SQLite is not fork-safe: a garbage Connection inherited from this process (LangGraph's checkpointer, the
+    # stores), finalised by the child's collector, waits forever on SQLite's mutex if a thread here held it at
+    # the fork (seen: `leka remote ingest` steps stuck in sqlite3_free until their limit cut them off). What
+    # exists at the fork is frozen, so the child's collector never visits it; this process unfreezes at once.
+    gc.freeze()
     pid = os.fork()
     if pid == 0:  # child: never returns
         _child(work, rfd, wfd, dump)
+    gc.unfreeze()
     os.close(wfd)
     messages: list[dict[str, Any]] = []
     buf = b""
