@@ -139,15 +139,21 @@ def test_the_clock_leaves_tuning_what_the_build_does_not_need(monkeypatch):
 
     now = [0.0]
     clock = WholeRun(10.0, clock=lambda: now[0])
-    now[0] = 20.0  # import and profiling took 20 s
-    assert clock.tuning_minutes(20.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 64) * 0.9 / 60)
-    assert clock.tuning_minutes(20.0, timed=False, time_s=1.0) == pytest.approx((600 - 20 - 20) * 0.9 / 60)
-    # a default build of 2 s a call: 5 rounds x 3 batches x (default, dlight, optimised) of timing kept too
-    assert clock.tuning_minutes(20.0, timed=True, time_s=1.0, default_s=2.0) == pytest.approx(
-        (600 - 20 - 64 - 90) * 0.9 / 60)
+    now[0] = 20.0  # import (5 s) and profiling (10 s of kernel compiles) took 20 s
+    # timed: the optimised build (twice: scheduled kernels compile slower), tvm-naive, tvm-dlight, and 4 x time_s
+    assert clock.tuning_minutes(5.0, 10.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 45 - 4) * 0.9 / 60)
+    assert clock.tuning_minutes(5.0, 10.0, timed=False, time_s=1.0) == pytest.approx((600 - 20 - 25) * 0.9 / 60)
+    # kernels that compile in a second still get MIN_COMPILE_S a build
+    assert clock.tuning_minutes(5.0, 1.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 35 - 4) * 0.9 / 60)
+    # a default build of 2 s a call: 5 rounds x (default, dlight, optimised) of timing kept too, one batch a
+    # round (a batch outlasts the 0.8 s round); of 0.1 s a call: 3 batches a round
+    assert clock.tuning_minutes(5.0, 10.0, timed=True, time_s=1.0, default_s=2.0) == pytest.approx(
+        (600 - 20 - 49 - 30) * 0.9 / 60)
+    assert clock.tuning_minutes(5.0, 10.0, timed=True, time_s=1.0, default_s=0.1) == pytest.approx(
+        (600 - 20 - 49 - 4.5) * 0.9 / 60)
     monkeypatch.setattr(clock_mod, "load_factor", lambda: 2.0)  # load twice the cores: compiles take twice
-    assert clock.tuning_minutes(20.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 124) * 0.9 / 60)
+    assert clock.tuning_minutes(5.0, 10.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 94) * 0.9 / 60)
     now[0] = 590.0
     with pytest.raises(OptimizeError, match="does not fit"):
-        clock.tuning_minutes(20.0, timed=False, time_s=0.0)
-    assert WholeRun(None).tuning_minutes(20.0, True, 1.0) is None
+        clock.tuning_minutes(5.0, 10.0, timed=False, time_s=0.0)
+    assert WholeRun(None).tuning_minutes(5.0, 10.0, True, 1.0) is None

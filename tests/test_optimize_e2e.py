@@ -159,6 +159,18 @@ def test_cuda_target_builds_an_artifact_with_its_check(tmp_path, capsys):
     assert "no CUDA GPU" in err and "leka gpu-bundle" in err and "--remote" in err and "docs/cuda.md" in err
 
 
+def test_cuda_builds_replay_the_model_as_a_cuda_graph(tmp_path):
+    """CUDA builds (the artifact and its dlight baseline alike) capture the model's kernel launches in a CUDA
+    graph (MobileNetV3-small on an H100: 0.41 -> 0.35 ms with dlight's kernels); CPU builds do not."""
+    from leka.optimize.build_job import compile_model
+    from leka.optimize.importer import import_model
+    from leka.targets import get_target
+
+    _loaded, fused = import_model(str(gemv_model(tmp_path / "gemv.onnx")), {})
+    assert "vm.builtin.cuda_graph.run_or_capture" in compile_model(fused, get_target("cuda")).as_text()
+    assert "cuda_graph" not in compile_model(fused, get_target("host-cpu")).as_text()
+
+
 @pytest.mark.slow
 def test_leka_agent_optimises_the_kws_model(tmp_path):
     from leka.optimize.demo_models import write

@@ -38,11 +38,26 @@ def test_alternate_starts_no_round_past_its_deadline():
     import time
 
     lat, host = alternate({"slow": lambda _i: time.sleep(0.03), "fast": lambda _i: None}, [], rounds=5,
-                          min_time_s=0.0, deadline=time.time() + 0.25)
+                          min_time_s=0.0, min_batches=3, deadline=time.time() + 0.25)
     assert 1 <= lat["slow"]["rounds"] < 5 and lat["fast"]["rounds"] == lat["slow"]["rounds"]
     assert len(lat["slow"]["round_ms"]) == lat["slow"]["rounds"]
     assert f"{lat['slow']['rounds']} of 5 rounds" in host["cut_short"]
     assert any("timed over" in w for w in warnings(lat, host))
+
+
+def test_a_build_that_outlasts_the_round_is_visited_once_a_round():
+    """Seconds-a-call default builds (inception_v1's 2.4 s) are timed one batch a round, not three: the rounds,
+    not the batches, give the median and spread."""
+    import time
+
+    from leka.optimize.build_job import MIN_BATCHES, batches_per_round
+
+    assert batches_per_round(6.0, 0.8) == 1 and batches_per_round(0.3, 0.8) == MIN_BATCHES
+    lat, _host = alternate({"slow": lambda _i: time.sleep(0.05), "fast": lambda _i: None}, [], rounds=3,
+                           min_time_s=0.01)
+    assert lat["slow"]["rounds"] == 3 and lat["slow"]["batches"] == 3
+    lat, _host = alternate({"a": lambda _i: None, "b": lambda _i: None}, [], rounds=3, min_time_s=0.01)
+    assert lat["a"]["batches"] >= 3 * MIN_BATCHES
 
 
 def test_verdict_says_slower_and_undecided():

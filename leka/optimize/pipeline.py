@@ -111,12 +111,14 @@ def _import_and_profile(opts: OptimizeOptions, preset: Any, view: OptimizeView,
     with clock.bounded("importing the model"):
         loaded, fused = import_model(opts.model, parse_shapes(opts.shapes))
         specs = kernel_specs(fused)
+    import_s = clock.elapsed()
     view.say(f"imported {opts.model}: {len(loaded.model.graph.node)} ONNX nodes -> {len(specs)} distinct kernels "
              f"({sum(s.weight for s in specs)} calls); profiling the default build on {preset.name} ...")
     with clock.bounded("profiling the default build"):
         profs = profile(specs, preset)
     default_s = sum((p.default_ms or 0.0) * p.spec.weight for p in profs) / 1e3
-    minutes = clock.tuning_minutes(clock.elapsed(), preset.runnable and opts.time_s > 0, opts.time_s, default_s)
+    minutes = clock.tuning_minutes(import_s, sum(p.compile_s for p in profs), preset.runnable and opts.time_s > 0,
+                                   opts.time_s, default_s)
     tune_opts = opts if minutes is None else replace(opts, budget=_with_minutes(opts.budget, minutes))
     split_budget(profs, tune_opts.budget)
     return loaded, profs, tune_opts

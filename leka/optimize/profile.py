@@ -39,16 +39,22 @@ class KernelProfile:
     why_not: str = ""  # why it gets no budget
     quick: bool = False  # under MIN_SHARE: judged in the quick pass (tune.run_quick) instead of searched
     quick_minutes: float | None = None  # its part of the quick pass's time
+    compile_s: float = 0.0  # the default build's compile, in the profile (what the model's builds will take)
 
     def to_json(self) -> dict[str, Any]:
         return {**self.spec.to_json(), "default_ms": self.default_ms, "share": self.share, "budget": self.budget}
 
 
-def time_default(spec: KernelSpec, preset: Any, min_ms: float = 20.0) -> float:
-    """Median ms of one call of the kernel's default build (TVM's own lowering: trusted, run here)."""
+def time_default(spec: KernelSpec, preset: Any, min_ms: float = 20.0) -> tuple[float, float]:
+    """Median ms of one call of the kernel's default build (TVM's own lowering: trusted, run here), and the
+    seconds its compile took."""
+    import time
+
     import tvm
 
+    t0 = time.perf_counter()
     exe = tvm.compile(tvm.IRModule({"main": _parse_trusted(spec.script)}), target=preset.tvm_target())
+    compile_s = time.perf_counter() - t0
     dev = tvm.cpu()
     rng = np.random.default_rng(0)
     args = [tvm.runtime.tensor(rng.standard_normal(s).astype(d) if np.dtype(d).kind == "f" else
@@ -57,7 +63,7 @@ def time_default(spec: KernelSpec, preset: Any, min_ms: float = 20.0) -> float:
     probe = exe.mod.time_evaluator("main", dev, number=1, repeat=1)(*args).mean * 1e3
     number = max(1, int(min_ms / max(probe, 1e-3)))
     res = exe.mod.time_evaluator("main", dev, number=number, repeat=5)(*args)
-    return float(np.median(res.results)) * 1e3
+    return float(np.median(res.results)) * 1e3, compile_s
 
 
 def profile(specs: list[KernelSpec], preset: Any) -> list[KernelProfile]:
@@ -69,8 +75,8 @@ def profile(specs: list[KernelSpec], preset: Any) -> list[KernelProfile]:
             p.share = p.spec.weight / total_w
         return profs
     times = [time_default(s, preset) for s in specs]
-    total = sum(ms * s.weight for s, ms in zip(specs, times)) or 1.0
-    profs = [KernelProfile(s, ms, ms * s.weight / total) for s, ms in zip(specs, times)]
+    total = sum(ms * s.weight for s, (ms, _c) in zip(specs, times)) or 1.0
+    profs = [KernelProfile(s, ms, ms * s.weight / total, compile_s=c) for s, (ms, c) in zip(specs, times)]
     return sorted(profs, key=lambda p: -p.share)
 
 
