@@ -102,6 +102,16 @@ def test_fused_rows_declines_what_is_not_its():
     assert {ir.notes["knobs"]["depth"] for ir in gpu_fused_rows.apply(_ctx("l1-softmax_keys-4x128-f16"))} == {2}
 
 
+
+def test_fused_rows_keeps_overlapping_windows_out_of_shared_memory():
+    """A 1x1 conv + SiLU feeding a 3x3 conv: each output pixel needs its producers over a 3x3 window, so the rows
+    of a block overlap. In a shared buffer several threadIdx.y rows wrote the same elements while others read
+    them (wrong on an H100); only the register variant (lanes = 1, each row's own copy) may fuse it."""
+    irs = gpu_fused_rows.apply(_ctx("l2-c3_bottleneck_silu_nhwc-14x14x64")) or []
+    assert irs and {ir.notes["knobs"]["lanes"] for ir in irs} == {1}
+    row_local = gpu_fused_rows.apply(_ctx("l1-softmax_keys-4x128-f16")) or []  # row-local: lanes share a row
+    assert any(ir.notes["knobs"]["lanes"] > 1 for ir in row_local)
+
 @pytest.mark.parametrize("task_id", ["l1-attn_scores_qkt-4x128x32-f16", "l1-attn_context_pv-4x128x32", "ex-matmul-256"])
 def test_shared_matmul_batched_with_epilogue(task_id, tmp_path):
     """Batched GEMMs (attention scores/context) take the shared-memory tile, the batch on blockIdx.z, the

@@ -119,7 +119,13 @@ def _build(sk, out, producers: list, rows: int, lanes: int, depth: int) -> None:
         sk.do("compute_at", block=p.name, loop=row)
         work += n_rows * _iterations(sk, p.name, row)
         own += p.iterations
-        scalar = _row_elements(sk, p.name, row) == 1
+        per_row = _row_elements(sk, p.name, row)
+        scalar = per_row == 1
+        if lanes > 1 and not scalar and n_rows * per_row > int(np.prod([p.extents[i] for i in p.spatial])):
+            # rows whose windows overlap (a 3x3 convolution over the producer) would write the same elements of
+            # one shared buffer from several threadIdx.y rows while others read them: wrong on an H100
+            # (c3_bottleneck_silu: 12,492 of 12,544 outputs); registers (lanes = 1) keep each row's copy apart
+            raise IRApplyError("rows' windows overlap in a shared buffer")
         if lanes > 1:
             (_spread_reduction if p.is_reduction else _spread_spatial)(sk, p.name, row, lanes)
         # per-row intermediates: registers when the thread owns them, shared when threadIdx.x lanes share them.
