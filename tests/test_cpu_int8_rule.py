@@ -95,12 +95,19 @@ def test_declines_targets_without_vnni():
 
 
 @pytest.mark.parametrize("task_id", [GEMM, CONV, "padded"])
-def test_candidates_are_correct_and_use_vpdpbusd(evaluator, task_id):
+def test_candidates_use_vpdpbusd(task_id):
     import tvm
 
+    ir = _variants(task_id)[0]
+    ex = tvm.compile(ir.apply().sch.mod, target=tvm.target.Target(VNNI_HOST))
+    assert "vpdpbusd" in ex.mod.inspect_source("asm")
+
+
+@pytest.mark.skipif(not cpu_int8_dot.has_vnni(get_target("host-cpu").target),
+                    reason="this host has no AVX-512 VNNI: vpdpbusd code cannot run here (LLVM aborts lowering it)")
+@pytest.mark.parametrize("task_id", [GEMM, CONV, "padded"])
+def test_candidates_are_correct(evaluator, task_id):
     task = _task(task_id)
     ir = _variants(task_id)[0]
     res = evaluator.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
     assert res.compiled and res.correct, (ir.notes["knobs"], res.failure, res.error)
-    ex = tvm.compile(ir.apply().sch.mod, target=tvm.target.Target(VNNI_HOST))
-    assert "vpdpbusd" in ex.mod.inspect_source("asm")

@@ -21,6 +21,12 @@ def c(name, value):
     return numpy_helper.from_array(np.asarray(value), name)
 
 
+# Weights of uint8 x int8 convolutions stay in 7 bits (ORT's reduce_range): on x86 without VNNI ONNX Runtime
+# multiplies u8 x s8 pairs with vpmaddubsw, whose int16 pair sums saturate (255 * 127 * 2 > 32767); with full-range
+# weights its QLinearConv differed from the exact result by up to 72 on an AVX2 host, while leka's was exact.
+W7 = (-63, 64)
+
+
 def assert_exact(want, got):
     for w, g in zip(want, got):
         assert g.dtype == w.dtype and g.shape == w.shape
@@ -33,7 +39,7 @@ def qlinearconv_model(path, per_channel: bool = False) -> tuple:
     m = 8
     ws = RNG.uniform(0.002, 0.01, m).astype(np.float32) if per_channel else np.float32(0.004)
     wzp = np.zeros(m, np.int8) if per_channel else np.int8(3)
-    inits = [c("xs", np.float32(0.02)), c("xzp", np.uint8(120)), c("w", RNG.integers(-127, 128, (m, 3, 3, 3), np.int8)),
+    inits = [c("xs", np.float32(0.02)), c("xzp", np.uint8(120)), c("w", RNG.integers(*W7, (m, 3, 3, 3), np.int8)),
              c("ws", ws), c("wzp", wzp), c("ys", np.float32(0.05)), c("yzp", np.uint8(100)),
              c("b", RNG.integers(-2000, 2000, m, np.int32))]
     node = helper.make_node("QLinearConv", ["x", "xs", "xzp", "w", "ws", "wzp", "ys", "yzp", "b"], ["y"],
@@ -74,7 +80,7 @@ def test_conv_integer_and_matmul_integer_exact(tmp_path):
 
 
 def test_qdq_conv_within_one_step(tmp_path):
-    inits = [c("s", np.float32(0.05)), c("zp", np.uint8(128)), c("w", RNG.integers(-127, 128, (4, 3, 3, 3), np.int8)),
+    inits = [c("s", np.float32(0.05)), c("zp", np.uint8(128)), c("w", RNG.integers(*W7, (4, 3, 3, 3), np.int8)),
              c("ws", np.float32(0.01)), c("wzp", np.int8(0)), c("os", np.float32(0.1)), c("ozp", np.uint8(128))]
     nodes = [helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["xq"]),
              helper.make_node("DequantizeLinear", ["xq", "s", "zp"], ["xd"]),

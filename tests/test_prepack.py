@@ -23,15 +23,13 @@ def _conv_model(path, ci: int = 16, co: int = 32, hw: int = 13):
 
 def _winner(fused):
     """(kernel name, TVMScript) of cpu.conv_channel_pack's first candidate for the model's conv kernel."""
-    from leka.ir import CandidateIR
     from leka.optimize.extract import kernel_specs, make_task
-    from leka.proposers.offline.context import RuleContext
     from leka.proposers.offline.rules import cpu_conv_channel_pack
-    from leka.targets import get_target
+    from tests.test_conv_rules import _context
 
     spec = next(s for s in kernel_specs(fused) if "conv" in s.name)
     task = make_task(spec, "host-cpu")
-    irs = cpu_conv_channel_pack.apply(RuleContext.build(task, CandidateIR.initial(task), get_target("host-cpu"), []))
+    irs = cpu_conv_channel_pack.apply(_context(task))  # 512-bit facts: its whole-weight copy (tests/test_conv_rules)
     assert irs, "cpu.conv_channel_pack no longer claims the conv"
     return spec.name, irs[0].to_tvmscript("host-cpu")
 
