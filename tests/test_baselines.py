@@ -95,6 +95,7 @@ def test_bad_method_cli_exits_2(argv, tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith("leka: error:") and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # 18 s on the 2-core host: `make test-slow` (the default run stays near 20 minutes)
 def test_leka_layer_ablation_walks_only_its_layers(env, tmp_path, monkeypatch):
     monkeypatch.setenv("LEKA_HOME", str(tmp_path))
     samples, _ = _run(env, "leka", {"layers": "schedule", "max_steps": 3, "feedback": False,

@@ -47,6 +47,7 @@ def _rows(db: Path, run_id: str | None = None) -> list[dict]:
              "where": json.loads(r[6]).get("where")} for r in rows]
 
 
+@pytest.mark.slow  # 19 s on the 2-core host: `make test-slow` (the default run stays near 20 minutes)
 def test_ray_matches_local(ray_address, tmp_path):
     local, remote = tmp_path / "local.sqlite", tmp_path / "ray.sqlite"
     r = _leka("bench", "run", *SLICE, "--no-measure", "--quiet", "--store", str(local))
@@ -154,6 +155,7 @@ def _optimize(tmp_path: Path, name: str, *extra: str) -> dict:
     return {**json.loads((out / "manifest.json").read_text()), "stderr": r.stderr}
 
 
+@pytest.mark.slow  # 44 s on the 2-core host: `make test-slow` (the default run stays near 20 minutes)
 def test_optimize_on_ray_matches_local_and_fills_the_db(ray_address, tmp_path):
     from leka.optimize.db import TuningDB, target_key
     from leka.optimize.tune import MIN_SPEEDUP
@@ -189,6 +191,7 @@ def _experiment(tmp_path: Path, name: str, samples: int, *extra: str, popen: boo
     return subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.slow  # 25 s on the 2-core host: `make test-slow` (the default run stays near 20 minutes)
 def test_experiment_on_ray_matches_local(ray_address, tmp_path):
     r = _experiment(tmp_path, "local", 1)
     assert r.returncode == 0, r.stderr

@@ -88,6 +88,7 @@ def _serve(monkeypatch, responder):
     return srv
 
 
+@pytest.mark.slow  # 78 s on the 2-core host: `make test-slow` (the default run stays near 20 minutes)
 def test_ablation_config_against_fake_openai_server(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("LEKA_HOME", str(tmp_path / "home"))
     methods = [m for m in _ablation()["method"] if m["method"] != "metaschedule"]  # MetaSchedule: slow test
@@ -146,6 +147,7 @@ def _good_schedule(task_id: str) -> list:
     return props[0].ir.layer("schedule").to_json()
 
 
+@pytest.mark.slow  # 29 s on the 2-core host: `make test-slow` (the default run stays near 20 minutes)
 def test_prompt_tuning_follows_the_measurements(tmp_path, monkeypatch):
     """v2 of the schedule prompt gets a real schedule back, v1 an unusable reply. The variants reach the
     server; the choice is the variant with the better measured (Fast@1.0, geomean) on dev — v2 whenever its
@@ -199,6 +201,7 @@ def test_full_ablation_config_offline(tmp_path, monkeypatch):
     assert "| metaschedule | host-cpu | all |" in (tmp_path / "o" / "table.md").read_text()
 
 
+@pytest.mark.slow  # 19 s on the 2-core host: `make test-slow` (the default run stays near 20 minutes)
 def test_killed_experiment_resumes_without_repeats(tmp_path, monkeypatch):
     """SIGKILL mid-run, then --resume: every (task, sample) once, and no model call asked twice (a reply
     that came back before the kill is served by the response cache)."""

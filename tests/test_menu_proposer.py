@@ -67,6 +67,7 @@ def test_unknown_id_and_missing_knob_variant_go_back_once(matmul):
         LLMProposer(bad, bad.spec).propose(_req(matmul))
 
 
+@pytest.mark.slow  # 21 s on the 2-core host: `make test-slow` (the default run stays near 20 minutes)
 def test_random_and_rules_controls_use_the_same_menu(matmul):
     menu = build_menu(_req(matmul, k=1), 0)
     rules = get_proposer(None, pick="rules").propose(_req(matmul, k=1))
