@@ -151,11 +151,15 @@ def run_forked(work: Callable[[Emit], None], deadline: float, grace_s: float = 0
     # stores), finalised by the child's collector, waits forever on SQLite's mutex if a thread here held it at
     # the fork (seen: `leka remote ingest` steps stuck in sqlite3_free until their limit cut them off). What
     # exists at the fork is frozen, so the child's collector never visits it; this process unfreezes at once.
+    pid = -1
     gc.freeze()
-    pid = os.fork()
-    if pid == 0:  # child: never returns
-        _child(work, rfd, wfd, dump)
-    gc.unfreeze()
+    try:
+        pid = os.fork()
+        if pid == 0:  # child: never returns
+            _child(work, rfd, wfd, dump)
+    finally:
+        if pid != 0:  # this process (also when fork failed): collect as before
+            gc.unfreeze()
     os.close(wfd)
     messages: list[dict[str, Any]] = []
     buf = b""
