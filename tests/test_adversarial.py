@@ -43,14 +43,7 @@ HONEST_FACTOR = 10.0
 # Attacks whose fix has not landed yet: strict xfails until it does (test id prefix -> what is missing).
 OPEN: dict[str, str] = {}
 # ... and those caught only on some hosts: non-strict (caught or not, the test reports which).
-SOMETIMES: dict[str, str] = {
-    "matmul/lie-runs": "open at some loads: 1000x more runs of a 1000x shorter time (the same total work) on a ~1 ms "
-                       "kernel reads like a ~1 µs kernel: the total work, the per-call floor and the output-bytes "
-                       "floor (0.17 µs) all hold (9,241x believed). Since the faster side's rounds last as long as "
-                       "the slower side's (timing._balanced), an honest candidate runs 6-15 times a round against "
-                       "its naive baseline, so the doctored 6,000-15,000 runs meet the 10,000-runs cap when the "
-                       "candidate runs under ~1.1 ms: caught on an idle host, not under load",
-}
+SOMETIMES: dict[str, str] = {}
 
 
 def xfail_if_open(test_id: str) -> list:
@@ -377,14 +370,7 @@ def loaded_cores(monkeypatch, per_core: int = 3):
             p.wait()
 
 
-# Seen once (fresh-clone check, 2026-12-06, an AMD EPYC host with 3 busy loops per core): the 1000x lie-scale
-# worker believed at 79.6x. Under that load the candidate's real runs took so long that a thousandth of them cleared
-# the plausibility floor, and the CPU-time checks did not catch it. An open gap, kept visible, not hidden.
-LOADED_SOMETIMES = {"lie-scale": "under heavy load a 1000x time-scaling worker was once believed (79.6x)"}
-
-
-@pytest.mark.parametrize("mode", [pytest.param(m, marks=pytest.mark.xfail(strict=False, reason=LOADED_SOMETIMES[m]))
-                                  if m in LOADED_SOMETIMES else m for m in ("honest", "lie-scale", "lie-runs")])
+@pytest.mark.parametrize("mode", ["honest", "lie-scale", "lie-runs"])
 def test_timing_judged_on_a_loaded_machine(monkeypatch, mode):
     """Under load the honest dwconv is timed and believed (the parent judges the reply by the worker's CPU time
     and run-queue wait, not by its inflated wall clock), and the lying workers are still not believed."""

@@ -10,6 +10,7 @@ against the reference of those inputs. speedup = baseline median / candidate med
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 from leka.targets import TargetPreset, get_target
 from leka.tasks.task import Task
 
+from .calibrate import SideRounds, size_rounds
 from .config import EvalConfig
 from .correctness import Verdict, check_outputs, check_timed_runs, inputs_unchanged
 from .floor import run_floor
@@ -227,6 +229,30 @@ class Evaluator:
             res.status = res.failure or "ok"
         return res
 
+    def _size_rounds(self, key: str, bkey: str, args: list, trial: Trial,
+                     res: EvalResult) -> "tuple[SideRounds, SideRounds] | None | bool":
+        """Runs per round of each side, chosen on this side's clock (leka.evaluator.calibrate); None where the
+        worker's requests are not clocked here (a remote board sizes its own rounds), False on a failure."""
+        if self.worker.usage() is None:
+            return None
+        c = self.config
+
+        def clock(k: str):
+            def run(n: int, arm: bool) -> float | None:
+                req = {"op": "calibrate", "key": k, "n": n, "arm": arm}
+                if arm:
+                    req.update(args=args, timing_inputs=trial.inputs)
+                ok = self._ask(req, c.run_timeout_s, res, "timing") is not None
+                return self.worker.last_request_s if ok else None
+            return run
+
+        sized = size_rounds(clock(key), clock(bkey), min_run_ms=c.min_run_ms, min_rounds=c.min_rounds,
+                            min_time_s=c.min_time_s)
+        if sized is not None:
+            res.detail["timing_asked"] = {"candidate": dataclasses.asdict(sized[0]),
+                                          "baseline": dataclasses.asdict(sized[1])}
+        return sized if sized is not None else False
+
     def _timed(self, task: Task, key: str, bkey: str, args: list, res: EvalResult, trial: Trial) -> dict | None:
         """The timing request, its reply checked against the wall clock. A reply that does not fit the wall
         clock is timed once more before it counts as faked: a burst of load on a shared machine can make an
@@ -237,6 +263,11 @@ class Evaluator:
         floor = run_floor(task, self.target, self.threads)
         in_names = [a.name for a in task.inputs]
         for attempt in range(2):
+            asked = self._size_rounds(key, bkey, args, trial, res)
+            if asked is False:
+                return None
+            if asked is not None:
+                timing.update(candidate_n=asked[0].n, baseline_n=asked[1].n)
             before = self.worker.usage()
             reply = self._ask({"op": "time", "key": key, "baseline_key": bkey, "args": args,
                                "timing_inputs": trial.inputs, "timing": timing}, c.run_timeout_s, res, "timing")
@@ -247,7 +278,8 @@ class Evaluator:
             if usage is not None:  # how loaded the machine was while timing (wait: runnable, no core free)
                 res.detail["timing_usage"] = {"wall_s": self.worker.last_request_s, "cpu_s": usage.cpu_s,
                                               "wait_s": usage.wait_s}
-            problem = plausible(reply, self.worker.last_request_s, c.min_run_ms, floor=floor, usage=usage) or \
+            problem = plausible(reply, self.worker.last_request_s, c.min_run_ms, floor=floor, usage=usage,
+                                asked=asked) or \
                 inputs_unchanged(trial.inputs, list(reply.get("inputs_after") or []), in_names)
             if not problem:
                 return reply

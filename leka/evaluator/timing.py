@@ -62,13 +62,18 @@ def _balanced(n: int, per_run_s: float, other_round_s: float, min_rounds: int, m
 
 def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
               min_rounds: int = 7, max_rounds: int = 40, min_time_s: float = 0.08,
-              min_run_ms: float = 2.0) -> dict[str, Any]:
+              min_run_ms: float = 2.0, candidate_n: int | None = None,
+              baseline_n: int | None = None) -> dict[str, Any]:
     """Per-round seconds per run of each side ("candidate_s", "baseline_s") and the runs per round
-    ("candidate_n", "baseline_n"). Rounds go on until both sides have run min_time_s (and min_rounds)."""
+    ("candidate_n", "baseline_n"). Rounds go on until both sides have run min_time_s (and min_rounds).
+    `candidate_n`, `baseline_n`: runs per round chosen by the parent (leka.evaluator.calibrate), kept as given;
+    without them (a remote board, whose requests the parent cannot clock) the rounds are sized here."""
     for _ in range(warmup):
         cand.run()
         base.run()
-    nc, nb = _calibrate(cand, min_run_ms), _calibrate(base, min_run_ms)
+    given = candidate_n is not None and baseline_n is not None
+    nc, nb = (int(candidate_n), int(baseline_n)) if given else (_calibrate(cand, min_run_ms),
+                                                                 _calibrate(base, min_run_ms))
     c_times: list[float] = []
     b_times: list[float] = []
     spent_c = spent_b = 0.0
@@ -83,7 +88,7 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
         spent_c += c_times[-1] * nc
         spent_b += b_times[-1] * nb
         r += 1
-        if r == 1:  # unbalanced sides: the shorter rounds lengthened (the first round's runs say by how much)
+        if r == 1 and not given:  # unbalanced sides: the shorter rounds lengthened (the first round's runs say by how much)
             nc, nb = (_balanced(nc, c_times[0], b_times[0] * nb, min_rounds, min_time_s),
                       _balanced(nb, b_times[0], c_times[0] * nc, min_rounds, min_time_s))
         if r >= min_rounds and spent_c >= min_time_s and spent_b >= min_time_s:
@@ -112,6 +117,10 @@ SHORT_ROUND_MAX_RUNS = 64
 # 1 µs failed honest tiny kernels. 0.1 µs stays below any real iteration while a reply claiming 1000x more,
 # shorter runs is still caught (and MAX_RUNS bounds the runs per round in any case).
 PER_CALL_FLOOR_S = 1e-7
+# A reported run vs the wall time per run this side clocked when it sized the rounds (leka.evaluator.calibrate),
+# which also holds the untimed preproc before each run and the timer's loop: honest replies 0.14-0.92 of it over
+# 30 tasks (0.14: a 0.8 µs int8 clamp whose preproc mixes 75k elements); a 1000x shortened run ~0.0005.
+MIN_CLOCKED_SHARE = 1 / 100
 
 
 def reported_work(reply: dict[str, Any], warmup: int = 2) -> tuple[float, float, int]:
@@ -134,20 +143,34 @@ def reported_work(reply: dict[str, Any], warmup: int = 2) -> tuple[float, float,
 
 
 def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | None = None, *,
-              floor: RunFloor | None = None, usage: Usage | None = None) -> str | None:
+              floor: RunFloor | None = None, usage: Usage | None = None,
+              asked: Sequence[Any] | None = None) -> str | None:
     """None when the reported per-run times × runs fit the parent's wall clock of the request, else why not.
     Catches a worker that reports faster (or slower) runs than it spent time on, rounds far shorter than the
     calibration (which sizes each round to about min_run_ms) would have made them, and (given the task's
     `floor`, leka.evaluator.floor) runs shorter than writing the outputs can take. `usage`: what the worker's
     processes used over the request (leka.evaluator.cpu_time): the reported work must fill a share of its CPU
     seconds, which a loaded machine does not inflate as it does the wall clock, and its wait for a core
-    loosens the short-round check."""
+    loosens the short-round check. `asked`: the (candidate, baseline) rounds this side sized
+    (leka.evaluator.calibrate.SideRounds): the reply must have run exactly those, at per-run times that are
+    not far below the wall time per run this side clocked while sizing them."""
     if wall_s is None:
         return None
     try:
-        return _implausible(reply, wall_s, min_run_ms, floor, usage)
+        return _not_as_asked(reply, asked) or _implausible(reply, wall_s, min_run_ms, floor, usage)
     except (TypeError, ValueError, AttributeError):
         return "timing reply inconsistent with wall clock: malformed per-run times"
+
+
+def _not_as_asked(reply: dict[str, Any], asked: Sequence[Any] | None) -> str | None:
+    for side, rounds in zip(("candidate", "baseline"), asked or ()):
+        n, times = int(reply.get(f"{side}_n") or 0), [float(t) for t in reply.get(f"{side}_s") or []]
+        if n != rounds.n:
+            return f"timing reply inconsistent with the rounds asked: {side} rounds of {n} runs, {rounds.n} asked"
+        if times and float(np.median(times)) < MIN_CLOCKED_SHARE * rounds.per_run_s:
+            return (f"timing reply inconsistent with wall clock: {side} runs of {float(np.median(times)) * 1e6:.3g} "
+                    f"µs reported, {rounds.per_run_s * 1e6:.3g} µs each on this side's clock")
+    return None
 
 
 def _below_floor(reply: dict[str, Any], floor: RunFloor) -> str | None:

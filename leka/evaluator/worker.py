@@ -145,19 +145,35 @@ def _run_trials(loaded: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "trials": results}
 
 
-def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
-    from leka.evaluator.timing import alternate
+def _arm(side: _Loaded, req: dict[str, Any]) -> None:
+    """Upload the request's timing inputs (and poisoned outputs) to one side. From here every timed run is
+    preceded (untimed) by the runner's preproc: outputs poisoned, inputs a fresh mix of these and their
+    alternate (leka.runners.poison); warm-ups see the alternate inputs."""
     from leka.runners.poison import array
 
     args, trial = req["args"], [np.asarray(a) for a in req["timing_inputs"]]
     outs_spec = [a for a in args if a[3] == "output"]
-    fills = [array(s[1], s[2]) for s in outs_spec]
+    side.exec.upload(trial + [array(s[1], s[2]) for s in outs_spec])
+    if hasattr(side.exec, "arm"):
+        side.exec.arm(list(range(len(trial), len(trial) + len(outs_spec))))
+
+
+def _calibrate(side: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
+    """`n` timed runs of one side, armed first when asked: the parent times the request on its own clock to size
+    the rounds (leka.evaluator.calibrate); n = 0 measures the request's own overhead."""
+    if req.get("arm"):
+        _arm(side, req)
+    if int(req["n"]) > 0:
+        side.exec.time(int(req["n"]))
+    return {"ok": True}
+
+
+def _time(cand: _Loaded, base: _Loaded, req: dict[str, Any]) -> dict[str, Any]:
+    from leka.evaluator.timing import alternate
+
+    trial = req["timing_inputs"]
     for side in (cand, base):
-        side.exec.upload(trial + fills)
-        # From here every timed run is preceded (untimed) by the runner's preproc: outputs poisoned, inputs a
-        # fresh mix of these and their alternate (leka.runners.poison); warm-ups see the alternate inputs.
-        if hasattr(side.exec, "arm"):
-            side.exec.arm(list(range(len(trial), len(trial) + len(outs_spec))))
+        _arm(side, req)
     timed = alternate(cand.exec, base.exec, **req["timing"])
     # One more timed run whose preproc restores the parent's inputs: its outputs and inputs are what the
     # parent checks against the reference of those inputs.
@@ -253,6 +269,11 @@ def _handle(req: dict[str, Any], cache: dict[str, _Loaded]) -> dict[str, Any]:
     if op == "time":
         try:
             return _time(cache[req["key"]], cache[req["baseline_key"]], req)
+        except Exception as e:
+            raise _Stage("timing", error_line(e), "runtime_error") from None
+    if op == "calibrate":
+        try:
+            return _calibrate(cache[req["key"]], req)
         except Exception as e:
             raise _Stage("timing", error_line(e), "runtime_error") from None
     if op == "drop":

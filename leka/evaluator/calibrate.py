@@ -1,0 +1,82 @@
+"""Parent-side sizing of the timing rounds (docs/evaluator.md, "Timing").
+
+The runs per round of each side are chosen here, from requests this side clocks itself, and sent to the
+worker, which runs them as asked. While the worker chose them, a compromised worker could report 1000x more
+runs of a 1000x shorter time (the same total work) and nothing the parent measured told the two apart: a
+calibration hiccup that gave an honest dwconv rounds of a few runs let such a reply through at 201x (CI,
+2026-12-06). The wall time per run measured here, the run with its untimed preproc, is also the yardstick the
+reply's per-run times are held to (timing.plausible): a worker that divides its times by 1000 reports runs far
+shorter than this side saw them take.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .timing import _balanced, _runs_for
+
+# Runs `n` timed runs of one side in the worker (arming it first when asked) and returns this side's wall
+# seconds for the request, or None when the request failed (the failure is recorded by the caller).
+Clock = Callable[[int, bool], "float | None"]
+
+OVERHEAD_SAMPLES = 3  # requests of no runs: what a request costs besides the runs
+LONG_RUN_ROUNDS = 5  # one run lasting this many rounds is measured once (a default build of a large layer)
+MAX_STEPS = 6  # re-estimates of the runs per round, each at the previous estimate
+
+
+@dataclass(frozen=True)
+class SideRounds:
+    n: int  # runs per round asked of the worker
+    per_run_s: float  # wall seconds per run this side measured: the run, its preproc and the timer's loop
+
+
+def _best(clock: Clock, n: int, times: int) -> float | None:
+    seen = []
+    for _ in range(times):
+        t = clock(n, False)
+        if t is None:
+            return None
+        seen.append(t)
+    return min(seen)
+
+
+def calibrate_side(clock: Clock, min_run_ms: float) -> SideRounds | None:
+    """Runs per round that make a round last about min_run_ms on this side's clock: the best of a few requests
+    at one run, then at each estimate until it holds (a request's own overhead, ~0.1-0.5 ms, subtracted)."""
+    if clock(0, True) is None or clock(1, False) is None:  # arm, then one run that pays any lazy set-up
+        return None
+    overhead = _best(clock, 0, OVERHEAD_SAMPLES)
+    first = _best(clock, 1, 1)
+    if overhead is None or first is None:
+        return None
+    long_run = first - overhead >= LONG_RUN_ROUNDS * min_run_ms / 1e3
+    wall = first if long_run else _best(clock, 1, 2)
+    if wall is None:
+        return None
+    n, per_run = 1, max(min(wall, first) - overhead, 1e-9)
+    for _ in range(MAX_STEPS):
+        want = _runs_for(per_run, min_run_ms)
+        if want <= n:
+            break
+        n = want
+        wall = _best(clock, n, 2)
+        if wall is None:
+            return None
+        per_run = max(wall - overhead, 1e-9) / n
+        if n * per_run >= 0.5 * min_run_ms / 1e3:  # close enough: the last estimate sizes the rounds
+            break
+    return SideRounds(_runs_for(per_run, min_run_ms), per_run)
+
+
+def size_rounds(cand: Clock, base: Clock, *, min_run_ms: float, min_rounds: int,
+                min_time_s: float) -> tuple[SideRounds, SideRounds] | None:
+    """Both sides calibrated, then the side with the shorter rounds lengthened to last about as long as the
+    other's (timing._balanced), so that a fast candidate reaches its min_time_s in as few rounds as its
+    baseline."""
+    c = calibrate_side(cand, min_run_ms)
+    b = calibrate_side(base, min_run_ms) if c is not None else None
+    if c is None or b is None:
+        return None
+    nc = _balanced(c.n, c.per_run_s, b.n * b.per_run_s, min_rounds, min_time_s)
+    nb = _balanced(b.n, b.per_run_s, c.n * c.per_run_s, min_rounds, min_time_s)
+    return SideRounds(nc, c.per_run_s), SideRounds(nb, b.per_run_s)

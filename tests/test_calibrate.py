@@ -1,0 +1,68 @@
+"""The parent sizes the timing rounds on its own clock (leka/evaluator/calibrate.py) and holds the reply to them
+(timing.plausible's `asked`). Clocks here are simulated: a request costs a fixed overhead plus its runs; the real
+workers and the lying ones are in tests/test_adversarial.py."""
+from __future__ import annotations
+
+import pytest
+
+from leka.evaluator.calibrate import SideRounds, calibrate_side, size_rounds
+from leka.evaluator.timing import MAX_RUNS, plausible
+
+
+class SimClock:
+    """A request of n runs lasts overhead + n * per_run seconds (plus `first_extra` on the first run: lazy set-up)."""
+
+    def __init__(self, per_run: float, overhead: float = 3e-4, first_extra: float = 0.0):
+        self.per_run, self.overhead, self.first_extra = per_run, overhead, first_extra
+        self.calls: list[tuple[int, bool]] = []
+
+    def __call__(self, n: int, arm: bool) -> float:
+        extra = self.first_extra if not any(k for k, _ in self.calls) and n else 0.0
+        self.calls.append((n, arm))
+        return self.overhead + n * self.per_run + extra
+
+
+@pytest.mark.parametrize("per_run, want_n", [(3e-6, 667), (2.5e-4, 8), (1e-9, MAX_RUNS)])
+def test_runs_per_round_fill_min_run_ms_on_the_parents_clock(per_run, want_n):
+    clock = SimClock(per_run, first_extra=0.05)
+    got = calibrate_side(clock, 2.0)
+    assert got is not None and got.n == pytest.approx(want_n, rel=0.02), got
+    assert got.per_run_s == pytest.approx(per_run, rel=0.05) or per_run < 1e-8  # the overhead taken out
+    assert clock.calls[0] == (0, True) and not any(arm for _, arm in clock.calls[1:])  # armed once, first
+
+
+def test_a_run_lasting_several_rounds_is_measured_once():
+    clock = SimClock(0.06)
+    got = calibrate_side(clock, 2.0)
+    assert got == SideRounds(1, pytest.approx(0.06, rel=0.01))
+    assert [n for n, _ in clock.calls].count(1) == 2  # the set-up run, then one measurement
+
+
+def test_a_failed_request_ends_calibration():
+    assert calibrate_side(lambda n, arm: None if n == 1 else 1e-4, 2.0) is None
+
+
+def test_the_shorter_side_is_lengthened_to_the_other_sides_round():
+    sized = size_rounds(SimClock(7e-4), SimClock(0.059), min_run_ms=2.0, min_rounds=7, min_time_s=0.08)
+    assert sized is not None
+    cand, base = sized
+    assert base.n == 1 and cand.n * cand.per_run_s == pytest.approx(0.08 / 7, rel=0.1), sized
+
+
+def _reply(cs: float, bs: float, nc: int, nb: int) -> dict:
+    return {"candidate_s": [cs] * 10, "baseline_s": [bs] * 10, "candidate_n": nc, "baseline_n": nb}
+
+
+def test_reply_is_held_to_the_rounds_asked_and_the_parents_clock():
+    asked = (SideRounds(500, 4e-6), SideRounds(600, 3.4e-6))
+    honest = _reply(2e-6, 1.4e-6, 500, 600)  # dwconv as measured: reported runs ~0.45 of the clocked ones
+    assert plausible(honest, 0.2, 2.0, asked=asked) is None
+    # lie-runs: 1000x the runs of 1000x shorter times
+    assert "500000 runs, 500 asked" in plausible(_reply(2e-9, 1.4e-6, 500_000, 600), 0.2, 2.0, asked=asked)
+    # lie-scale: the runs as asked, their times divided by 1000
+    lie = plausible(_reply(2e-9, 1.4e-6, 500, 600), 0.2, 2.0, asked=asked)
+    assert "candidate runs of 0.002 µs reported, 4 µs each on this side's clock" in lie
+    # the baseline is held to its clock too
+    assert "baseline runs" in plausible(_reply(2e-6, 1e-9, 500, 600), 0.2, 2.0, asked=asked)
+    # without sizes (a remote board sizes its own rounds) only the other checks apply
+    assert plausible(_reply(2e-6, 1.4e-6, 500_000, 600), None, 2.0, asked=None) is None
