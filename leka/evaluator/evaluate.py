@@ -230,11 +230,12 @@ class Evaluator:
         return res
 
     def _size_rounds(self, key: str, bkey: str, args: list, trial: Trial,
-                     res: EvalResult) -> "tuple[SideRounds, SideRounds] | None | bool":
-        """Runs per round of each side, chosen on this side's clock (leka.evaluator.calibrate); None where the
-        worker's requests are not clocked here (a remote board sizes its own rounds), False on a failure."""
+                     res: EvalResult) -> tuple[bool, tuple[SideRounds, SideRounds] | None]:
+        """(False on a failure, recorded in res; the runs per round of each side, chosen on this side's clock by
+        leka.evaluator.calibrate, or None where the worker's requests are not clocked here: a remote board
+        sizes its own rounds)."""
         if self.worker.usage() is None:
-            return None
+            return True, None
         c = self.config
 
         def clock(k: str):
@@ -251,7 +252,7 @@ class Evaluator:
         if sized is not None:
             res.detail["timing_asked"] = {"candidate": dataclasses.asdict(sized[0]),
                                           "baseline": dataclasses.asdict(sized[1])}
-        return sized if sized is not None else False
+        return sized is not None, sized
 
     def _timed(self, task: Task, key: str, bkey: str, args: list, res: EvalResult, trial: Trial) -> dict | None:
         """The timing request, its reply checked against the wall clock. A reply that does not fit the wall
@@ -263,8 +264,8 @@ class Evaluator:
         floor = run_floor(task, self.target, self.threads)
         in_names = [a.name for a in task.inputs]
         for attempt in range(2):
-            asked = self._size_rounds(key, bkey, args, trial, res)
-            if asked is False:
+            sized, asked = self._size_rounds(key, bkey, args, trial, res)
+            if not sized:
                 return None
             if asked is not None:
                 timing.update(candidate_n=asked[0].n, baseline_n=asked[1].n)

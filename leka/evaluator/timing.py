@@ -72,8 +72,10 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
         cand.run()
         base.run()
     given = candidate_n is not None and baseline_n is not None
-    nc, nb = (int(candidate_n), int(baseline_n)) if given else (_calibrate(cand, min_run_ms),
-                                                                 _calibrate(base, min_run_ms))
+    if candidate_n is not None and baseline_n is not None:
+        nc, nb = int(candidate_n), int(baseline_n)
+    else:
+        nc, nb = _calibrate(cand, min_run_ms), _calibrate(base, min_run_ms)
     c_times: list[float] = []
     b_times: list[float] = []
     spent_c = spent_b = 0.0
