@@ -174,3 +174,33 @@ def test_dynamic_model_with_shape_imports(tmp_path):
     assert loaded.inputs[0].shape == (1, 3, 16, 16)
     with pytest.raises(OptimizeError, match="does not fit"):
         import_model(tmp_path / "d.onnx", parse_shapes(["x=1x3x8x8x2"]))
+
+
+def test_cpu_model_builds_run_main_as_machine_code():
+    """CPU builds compile the model's main function (relax exec_mode "compiled": each kernel call is not a
+    bytecode instruction dispatched at run time; experiments/vm_exec_mode.py measures what that saves); GPU
+    builds keep the bytecode VM that CUDA graph capture needs. Same outputs either way."""
+    import tvm
+    from tvm.script import relax as R
+
+    from leka.optimize.build_job import _vm_runner, compile_model, exec_mode_for
+    from leka.targets import get_target
+
+    @tvm.script.ir_module
+    class Tiny:
+        @R.function
+        def main(x: R.Tensor((4,), "float32")):
+            y = R.add(x, x)
+            return y
+
+    cpu = get_target("host-cpu")
+    assert exec_mode_for(cpu) == "compiled" and exec_mode_for(get_target("cuda")) == "bytecode"
+    x = np.arange(4, dtype="float32")
+    outs = {}
+    for mode in ("compiled", "bytecode"):
+        ex = compile_model(Tiny, cpu, exec_mode=mode)
+        assert ("vm_tir_func" in ex.mod["as_text"]()) == (mode == "compiled")
+        outs[mode] = _vm_runner(ex)([x])[0]
+    assert "vm_tir_func" in compile_model(Tiny, cpu).mod["as_text"]()  # the default on CPU
+    np.testing.assert_array_equal(outs["compiled"], outs["bytecode"])
+    np.testing.assert_array_equal(outs["compiled"], 2 * x)

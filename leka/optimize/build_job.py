@@ -47,11 +47,20 @@ def with_dlight(fused: Any, target: Any) -> Any:
     return apply_dlight(fused, target, "cpu" if target.kind.name == "llvm" else "gpu")
 
 
-def compile_model(mod: Any, preset: Any) -> Any:
-    """The model built for the preset. On CUDA the static regions of the model (every kernel launch between the
+def exec_mode_for(preset: Any) -> str:
+    """How the model's main function runs: on CPU compiled to machine code (relax exec_mode "compiled"), so the
+    kernel calls are not dispatched one bytecode instruction at a time: a small recurrent model is ~150 kernel
+    calls of ~0.5 µs and the dispatch was a share of it (experiments/vm_exec_mode.py); on GPUs the bytecode VM,
+    which TVM's CUDA graph capture is written for."""
+    return "compiled" if preset.family == "cpu" else "bytecode"
+
+
+def compile_model(mod: Any, preset: Any, exec_mode: str | None = None) -> Any:
+    """The model built for the preset (every build the comparison times too: optimised, tvm-naive, tvm-dlight,
+    so that it compares kernels). On CUDA the static regions of the model (every kernel launch between the
     input and the output) are captured once into a CUDA graph and replayed (TVM's RewriteCUDAGraph): a small
     model is launch-bound, MobileNetV3-small's 51 kernels ran 0.41 ms one launch at a time and 0.35 ms replayed
-    (dlight kernels) on an H100; the GPU baseline (tvm-dlight) gets the same, so a comparison is of kernels."""
+    (dlight kernels) on an H100; the GPU baseline (tvm-dlight) gets the same."""
     import tvm
 
     target = preset.tvm_target()
@@ -61,7 +70,7 @@ def compile_model(mod: Any, preset: Any) -> Any:
         mod = with_dlight(mod, target)
         config = {"relax.backend.use_cuda_graph": preset.family == "cuda"}
     with tvm.transform.PassContext(config=config):
-        return tvm.compile(mod, target=target)
+        return tvm.relax.build(mod, target=target, exec_mode=exec_mode or exec_mode_for(preset))
 
 
 def _vm_runner(exe: Any) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
