@@ -71,11 +71,10 @@ def alternate(cand: Timeable, base: Timeable, *, warmup: int = 2,
     for _ in range(warmup):
         cand.run()
         base.run()
-    given = candidate_n is not None and baseline_n is not None
     if candidate_n is not None and baseline_n is not None:
-        nc, nb = int(candidate_n), int(baseline_n)
+        nc, nb, given = int(candidate_n), int(baseline_n), True
     else:
-        nc, nb = _calibrate(cand, min_run_ms), _calibrate(base, min_run_ms)
+        nc, nb, given = _calibrate(cand, min_run_ms), _calibrate(base, min_run_ms), False
     c_times: list[float] = []
     b_times: list[float] = []
     spent_c = spent_b = 0.0
