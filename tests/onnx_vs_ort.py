@@ -18,9 +18,11 @@ def save(path: Path, nodes: list, inputs: list, outputs: list, inits: list, opse
     return path
 
 
-def run_both(path: Path, feeds: dict[str, np.ndarray], reference: bool = False) -> tuple[list, list]:
+def run_both(path: Path, feeds: dict[str, np.ndarray], reference: bool = False,
+             fused_rnn: bool = False) -> tuple[list, list]:
     """(the expected outputs, leka's build's outputs) of the model at `path` on `feeds`; expected from ONNX
-    Runtime, or with `reference` from onnx's reference implementation (for forms ONNX Runtime refuses)."""
+    Runtime, or with `reference` from onnx's reference implementation (for forms ONNX Runtime refuses).
+    `fused_rnn`: recurrent nodes imported as one kernel each (CPU targets' import)."""
     import onnxruntime as ort
     import tvm
     from tvm import relax
@@ -35,7 +37,7 @@ def run_both(path: Path, feeds: dict[str, np.ndarray], reference: bool = False) 
         want = ReferenceEvaluator(str(path)).run(None, feeds)
     else:
         want = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
-    loaded, fused = import_model(path)
+    loaded, fused = import_model(path, fused_rnn=fused_rnn)
     vm = relax.VirtualMachine(compile_model(fused, get_target("host-cpu")), tvm.cpu())
     got = vm["main"](*[tvm.runtime.tensor(feeds[i.name]) for i in loaded.inputs])
     got = [got] if hasattr(got, "numpy") else list(got)

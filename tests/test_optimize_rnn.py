@@ -1,5 +1,6 @@
-"""LSTM / GRU / RNN unrolled before the Relax import (leka/optimize/rewrite_rnn.py), each against ONNX Runtime
-through leka's import + build path (import_model -> compile_model -> the Relax VM)."""
+"""LSTM / GRU / RNN unrolled before the Relax import (leka/optimize/rewrite_rnn.py), or on CPU targets one
+kernel per direction (leka/optimize/rnn_kernel.py), each against ONNX Runtime through leka's import + build
+path (import_model -> compile_model -> the Relax VM)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -50,17 +51,19 @@ CASES = [("LSTM", {}), ("GRU", {}), ("RNN", {}),
          ("GRU", {"activations": ["HardSigmoid", "Relu"], "activation_alpha": [0.3], "activation_beta": [0.4]})]
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["unrolled", "fused"])
 @pytest.mark.parametrize("op,kw", CASES, ids=[f"{op}-{'-'.join(kw) or 'default'}" for op, kw in CASES])
-def test_recurrent_op_matches_onnxruntime(tmp_path, op, kw):
+def test_recurrent_op_matches_onnxruntime(tmp_path, op, kw, fused):
     path, feeds = rnn_model(tmp_path / "m.onnx", op, **kw)
-    want, got = run_both(path, feeds, reference=kw.get("layout") == 1)
+    want, got = run_both(path, feeds, reference=kw.get("layout") == 1, fused_rnn=fused)
     assert len(got) == len(want)
     for w, g in zip(want, got):
         assert g.shape == w.shape
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
 
-def test_lstm_with_peepholes_and_initial_cell(tmp_path):
+@pytest.mark.parametrize("fused", [False, True], ids=["unrolled", "fused"])
+def test_lstm_with_peepholes_and_initial_cell(tmp_path, fused):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -73,7 +76,7 @@ def test_lstm_with_peepholes_and_initial_cell(tmp_path):
     node.input.extend(["c0", "P"])
     onnx.save(m, str(path))
     feeds["c0"] = rng.normal(0, 1, (1, BATCH, HID)).astype(np.float32)
-    want, got = run_both(path, feeds)
+    want, got = run_both(path, feeds, fused_rnn=fused)
     for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4)
 
@@ -116,3 +119,33 @@ def test_kernel_calls_per_time_step(tmp_path, op, kw, most):
         path, _ = rnn_model(tmp_path / f"m{seq}.onnx", op, seq=seq, **kw)
         calls.append(sum(n for n, _ in call_counts(import_model(path)[1]).values()))
     assert 0 < calls[1] - calls[0] <= most, calls
+
+
+FUSED = [("LSTM", {}, 1), ("LSTM", {"direction": "bidirectional", "init_h": True}, 2), ("GRU", {}, 1),
+         ("GRU", {"linear_before_reset": 1}, 1), ("RNN", {"activations": ["Relu"]}, 1),
+         ("LSTM", {"clip": 0.5}, 0), ("RNN", {"activations": ["Softsign"]}, 0)]
+
+
+@pytest.mark.parametrize("op,kw,kernels", FUSED, ids=[f"{op}-{'-'.join(kw) or 'default'}" for op, kw, _ in FUSED])
+def test_fused_import_is_one_kernel_per_direction(tmp_path, op, kw, kernels):
+    """CPU import (fused_rnn): each direction the recurrence kernel covers is one call however long the
+    sequence, its kernel is marked fixed and gets no budget; clip or other activations stay unrolled."""
+    from leka.optimize.extract import call_counts, kernel_specs
+    from leka.optimize.importer import import_model
+    from leka.optimize.profile import FIXED_WHY, KernelProfile, split_budget
+
+    calls = []
+    for seq in (5, 6):
+        path, _ = rnn_model(tmp_path / f"m{seq}.onnx", op, seq=seq, **kw)
+        mod = import_model(path, fused_rnn=True)[1]
+        counts = call_counts(mod)
+        calls.append(sum(n for n, _ in counts.values()))
+        assert sum(n for name, (n, _) in counts.items() if "_sequence" in name) == kernels
+    if kernels:
+        assert calls[0] == calls[1], calls
+        profs = [KernelProfile(s, 1.0, share=0.5) for s in kernel_specs(mod)]
+        split_budget(profs, "minutes=5")
+        fixed = [p for p in profs if p.spec.fixed]
+        assert fixed and all(p.budget is None and not p.quick and p.why_not == FIXED_WHY for p in fixed)
+    else:
+        assert calls[1] > calls[0], calls

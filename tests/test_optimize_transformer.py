@@ -22,12 +22,31 @@ def test_encoder_block_matches_onnxruntime(tmp_path, opset, gelu_op):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("fused", [False, True], ids=["unrolled", "fused"])
 @pytest.mark.parametrize("cell", ["LSTM", "GRU"])
-def test_keyword_rnn_matches_onnxruntime(tmp_path, cell):
+def test_keyword_rnn_matches_onnxruntime(tmp_path, cell, fused):
     onnx.save(kws_rnn(cell, frames=12, hidden=16), str(tmp_path / "m.onnx"))
     x = np.random.default_rng(0).standard_normal((1, 12, 10)).astype(np.float32)
-    (want,), (got,) = run_both(tmp_path / "m.onnx", {"mfcc": x})
+    (want,), (got,) = run_both(tmp_path / "m.onnx", {"mfcc": x}, fused_rnn=fused)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_optimize_keyword_lstm_keeps_its_recurrence_kernel(tmp_path):
+    """`leka optimize` on a CPU target: the LSTM is one kernel, reported as scheduled as written (no search
+    spent on it), and the artifact is verified against ONNX Runtime."""
+    import json
+
+    from leka.cli.main import main
+    from leka.optimize.profile import FIXED_WHY
+
+    onnx.save(kws_rnn("LSTM", frames=12, hidden=16), str(tmp_path / "m.onnx"))
+    rc = main(["optimize", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.leka"), "--db", str(tmp_path / "db"),
+               "--method", "tvm-dlight", "--budget", "compiles=4,measurements=4", "--time-s", "0", "--quiet"])
+    assert rc == 0
+    manifest = json.loads((tmp_path / "m.leka" / "manifest.json").read_text())
+    assert manifest["verification"]["status"] == "passed"
+    rec = [k for k in manifest["kernels"] if "_sequence" in k["name"]]
+    assert len(rec) == 1 and FIXED_WHY in rec[0]["decision"], rec
 
 
 @pytest.mark.parametrize("case", ["layernorm-axis-2-no-bias", "gelu-tanh", "gelu"])

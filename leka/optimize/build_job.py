@@ -195,7 +195,7 @@ def main(job_path: str) -> int:
     from .prepack import prepack_weights, prepacked
 
     preset = get_target(job["target"])
-    _loaded, fused = import_model(job["model"], parse_shapes(job.get("shapes")))
+    _loaded, fused = import_model(job["model"], parse_shapes(job.get("shapes")), fused_rnn=preset.family == "cpu")
     result: dict[str, Any] = {}
     t0 = time.perf_counter()
     winners = prepack_weights(with_winners(fused, job["replace"]))  # winners' weight packing, folded once

@@ -34,6 +34,8 @@ class KernelSpec:
     args: list[tuple[str, tuple[int, ...], str, str]]  # (name, shape, dtype, role)
     flops: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # scheduled as written (tirx.is_scheduled: rnn_kernel's recurrence): built as it is, never searched
+    fixed: bool = False
 
     @property
     def task_id(self) -> str:
@@ -84,7 +86,8 @@ def kernel_specs(mod: Any) -> list[KernelSpec]:
         params = list(func.params)
         args = [(p.name, tuple(int(d) for d in p.shape), str(p.dtype),
                  "output" if i >= len(params) - n_out else "input") for i, p in enumerate(params)]
-        by_key[key] = KernelSpec(key, gv.name_hint, [gv.name_hint], calls, main.script(), args)
+        fixed = bool(func.attrs is not None and func.attrs.get("tirx.is_scheduled", False))
+        by_key[key] = KernelSpec(key, gv.name_hint, [gv.name_hint], calls, main.script(), args, fixed=fixed)
     return list(by_key.values())
 
 

@@ -44,11 +44,15 @@ class LoadedModel:
     inputs: list[TensorInfo]  # graph inputs that are not initializers, with pinned shapes
     outputs: list[str]
     opset: int
+    # CPU targets: recurrent nodes as one kernel each (rnn_kernel) rather than unrolled; set before
+    # frontend_model is first read (import_model)
+    fused_rnn: bool = False
 
     @cached_property
     def frontend_model(self) -> Any:
         """The model as TVM's frontend is given it, by every import route (`leka optimize`, ONNX tasks):
-        LSTM/GRU/RNN unrolled over the pinned sequence length (rewrite_rnn) and QOperator nodes rewritten
+        LSTM/GRU/RNN unrolled over the pinned sequence length or, with fused_rnn, each a projection and one
+        LekaRecurrence kernel (rewrite_rnn), and QOperator nodes rewritten
         into operators the frontend has (rewrite_quant); `model` itself when neither applies. Its
         initializers may differ from the file's (added, split): an import with weights as parameters
         takes these. Computed once, so every caller sees the same initializers. A refusal is one line."""
@@ -56,7 +60,8 @@ class LoadedModel:
         from .rewrite_rnn import expand_rnns
 
         try:
-            return expand_qoperators(expand_rnns(self.model, {i.name: list(i.shape) for i in self.inputs}))
+            return expand_qoperators(expand_rnns(self.model, {i.name: list(i.shape) for i in self.inputs},
+                                                 fused=self.fused_rnn))
         except OptimizeError as e:
             raise OptimizeError(f"{self.path}: {e}") from None
         except Exception as e:  # onnx's shape inference raises many kinds
@@ -157,14 +162,17 @@ def to_relax(loaded: LoadedModel, keep_params_in_input: bool = False) -> Any:
     initializer of `loaded.frontend_model` in its order (ONNX tasks: leka/tasks/onnx_task.py)."""
     from tvm.relax.frontend.onnx import from_onnx
 
+    from .rnn_kernel import frontend_converter
+
     shape_dict = {i.name: list(i.shape) for i in loaded.inputs}
     dtype_dict = {i.name: i.dtype for i in loaded.inputs}
     model = loaded.frontend_model
     _check_operators(model, loaded.path)
     try:
         model = fold_shape_arithmetic(model, shape_dict)
-        return from_onnx(model, shape_dict=shape_dict, dtype_dict=dtype_dict,
-                         keep_params_in_input=keep_params_in_input)
+        with frontend_converter():
+            return from_onnx(model, shape_dict=shape_dict, dtype_dict=dtype_dict,
+                             keep_params_in_input=keep_params_in_input)
     except Exception as e:
         raise OptimizeError(f"{loaded.path}: TVM's ONNX frontend failed{_failing_node(e)}: {_first_line(e)}") from None
 
@@ -258,8 +266,12 @@ def _with_input_shapes(model: Any, shapes: dict[str, list[int]]) -> Any:
 def _check_operators(model: Any, path: str) -> None:
     from tvm.relax.frontend.onnx.onnx_frontend import _get_convert_map
 
+    from .rnn_kernel import DOMAIN, OP_TYPE
+
     known = _get_convert_map()
     for node in model.graph.node:
+        if (node.domain, node.op_type) == (DOMAIN, OP_TYPE):
+            continue
         if node.domain not in ("", "ai.onnx") or node.op_type not in known:
             dom = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
             raise OptimizeError(f"{path}: unsupported operator {dom}{node.op_type} "
@@ -280,9 +292,12 @@ def fuse(mod: Any, target: Any = None) -> Any:
         raise OptimizeError(f"legalisation/fusion failed: {_first_line(e)}") from None
 
 
-def import_model(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None) -> tuple[LoadedModel, Any]:
-    """Load, check and import: (LoadedModel, fused Relax IRModule)."""
+def import_model(path: str | Path, shapes: dict[str, tuple[int, ...]] | None = None,
+                 fused_rnn: bool = False) -> tuple[LoadedModel, Any]:
+    """Load, check and import: (LoadedModel, fused Relax IRModule). `fused_rnn` (CPU targets only: the
+    recurrence kernel is CPU code): recurrent nodes as one kernel each."""
     loaded = load_model(path, shapes)
+    loaded.fused_rnn = fused_rnn
     return loaded, fuse(to_relax(loaded))
 
 

@@ -11,7 +11,8 @@ from .rewrite_quant import CONTRIB_OPS, QUANT_OPS
 from .rewrite_rnn import RNN_OPS
 
 HOW = {"frontend": "TVM's Relax ONNX frontend",
-       "unrolled": "unrolled over the pinned sequence length before the import (leka/optimize/rewrite_rnn.py)",
+       "unrolled": "unrolled over the pinned sequence length before the import (leka/optimize/rewrite_rnn.py); "
+                   "on CPU targets one kernel per direction where it covers the form (rnn_kernel.py)",
        "rewritten": "integer arithmetic in float32 + ONNX Runtime's requantisation (leka/optimize/rewrite_quant.py)"}
 
 

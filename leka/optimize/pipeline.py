@@ -109,7 +109,7 @@ def _import_and_profile(opts: OptimizeOptions, preset: Any, view: OptimizeView,
     """The model imported and its kernels profiled, both within the run's minutes, and the options tuning runs
     with: the minutes that remain for it once the build's reserve is kept (optimize.clock)."""
     with clock.bounded("importing the model"):
-        loaded, fused = import_model(opts.model, parse_shapes(opts.shapes))
+        loaded, fused = import_model(opts.model, parse_shapes(opts.shapes), fused_rnn=preset.family == "cpu")
         specs = kernel_specs(fused)
     import_s = clock.elapsed()
     view.say(f"imported {opts.model}: {len(loaded.model.graph.node)} ONNX nodes -> {len(specs)} distinct kernels "
@@ -164,6 +164,7 @@ def _decide(profs: list[KernelProfile], preset: Any, opts: OptimizeOptions, run_
 
     from .rounds import settles, tune_in_rounds
 
+    profs = [p for p in profs if not p.spec.fixed]  # scheduled as written: no db entry, no search
     minutes = Budget.parse(opts.budget).limits.get("minutes")  # tuning's minutes: re-verifying counts in them
     until = time.time() + minutes * 60 if minutes and preset.runnable else None
     tkey = target_key(preset)

@@ -28,6 +28,7 @@ QUICK_FRACTION = 0.3  # of the minutes limit, for the quick pass over the kernel
 # (MobileNet-blocks, minutes=3, load 14: four kernels of 0.07-0.49 min kept 4.5-15.6 ms defaults, while
 # the quick pass replaced two smaller ones by 21x and 51x in 0.5-0.7 min each)
 MIN_SEARCH_MINUTES = 1.0
+FIXED_WHY = "scheduled as written: one kernel for a whole recurrent sequence"
 
 
 @dataclass
@@ -85,13 +86,15 @@ def split_budget(profs: list[KernelProfile], spec: str | None, quick: bool = Tru
     of the minutes when there are kernels under MIN_SHARE, `quick` and a minutes limit); returns the whole
     Budget."""
     whole = Budget.parse(spec)
-    eligible = [p for p in profs if p.share >= MIN_SHARE]
-    small = [p for p in profs if p.share < MIN_SHARE]
+    eligible = [p for p in profs if p.share >= MIN_SHARE and not p.spec.fixed]
+    small = [p for p in profs if p.share < MIN_SHARE and not p.spec.fixed]
     norm = sum(p.share for p in eligible) or 1.0
     minutes = whole.limits.get("minutes")
     reserve = QUICK_FRACTION * minutes if quick and small and minutes else 0.0
     for p in profs:
         p.budget, p.why_not, p.quick, p.quick_minutes = None, f"share < {MIN_SHARE:.0%}", False, None
+        if p.spec.fixed:
+            p.why_not = FIXED_WHY
     # the quick pass is paid in minutes: a budget without a time limit (compiles=8) is not overspent by it
     for p in small if quick and minutes else []:
         p.quick, p.quick_minutes = True, reserve / len(small)

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import OptimizeError
+from .rnn_kernel import DOMAIN, OP_TYPE, fused_why_not
 
 RNN_OPS = ("LSTM", "GRU", "RNN")
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -47,9 +48,11 @@ def has_rnn(model: Any) -> bool:
     return any(n.op_type in RNN_OPS and n.domain in ("", "ai.onnx") for n in model.graph.node)
 
 
-def expand_rnns(model: Any, shapes: dict[str, list[int]]) -> Any:
+def expand_rnns(model: Any, shapes: dict[str, list[int]], fused: bool = False) -> Any:
     """A copy of `model` with every LSTM/GRU/RNN node replaced by its unrolled equivalent (`model` itself
-    when it has none). `shapes`: the pinned input shapes, for the sequence length and batch."""
+    when it has none). `shapes`: the pinned input shapes, for the sequence length and batch. `fused` (CPU
+    targets): each direction that rnn_kernel can run whole becomes its input projection and one
+    LekaRecurrence node instead (importer.to_relax gives TVM's frontend the converter for it)."""
     import onnx
     from onnx import numpy_helper
 
@@ -69,7 +72,7 @@ def expand_rnns(model: Any, shapes: dict[str, list[int]]) -> Any:
     nodes, inits = [], []
     for k, node in enumerate(model.graph.node):
         if node.op_type in RNN_OPS and node.domain in ("", "ai.onnx"):
-            b = _Builder(node, k, consts, dims, opset, used)
+            b = _Builder(node, k, consts, dims, opset, used, fused)
             b.expand()
             nodes += b.nodes
             inits += b.inits
@@ -80,15 +83,19 @@ def expand_rnns(model: Any, shapes: dict[str, list[int]]) -> Any:
     del out.graph.node[:]
     out.graph.node.extend(nodes)
     out.graph.initializer.extend(inits)
+    if any(n.domain == DOMAIN for n in nodes):
+        out.opset_import.append(onnx.helper.make_opsetid(DOMAIN, 1))
     return out
 
 
 class _Builder:
     """The replacement nodes and initializers of one recurrent node."""
 
-    def __init__(self, node: Any, index: int, consts: dict, dims: dict, opset: int, used: set[str]) -> None:
+    def __init__(self, node: Any, index: int, consts: dict, dims: dict, opset: int, used: set[str],
+                 fused: bool = False) -> None:
         from onnx import helper
 
+        self.fused = fused
         self.used = used  # names some node or graph output reads: outputs nobody reads are not built
         self.node, self.op, self.consts, self.opset = node, node.op_type, consts, opset
         self.prefix = f"{node.name or node.op_type.lower() + str(index)}/unrolled"
@@ -218,9 +225,9 @@ class _Builder:
             name = self.emit("Transpose", [name], perm=[1, 0, 2])
         return self.emit("Gather", [name, self.const(np.array(d, np.int64))], axis=0)
 
-    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[list, tuple]:
-        """(state per time step in time order, last state) of direction d; a state is (h, c), c "" but for
-        LSTM."""
+    def _direction(self, d: int, reverse: bool, x: str, w: np.ndarray, r: np.ndarray) -> tuple[Any, tuple]:
+        """(a function emitting Y of direction d, [seq, 1, batch, hidden] in time order, its last state); a
+        state is (h, c), c "" but for LSTM."""
         hs, g = self.hidden, GATES[self.op]
         b = self.weight(3, "B")
         b = np.zeros((g * 2 * hs,), self.dtype) if b is None else b[d]
@@ -229,6 +236,8 @@ class _Builder:
         if self.op == "GRU" and self.attrs.get("linear_before_reset", 0):  # r multiplies h's recurrent bias
             bias = np.concatenate([wb[:2 * hs] + rb[:2 * hs], wb[2 * hs:]])
         parts = [2 * hs] if self.op == "GRU" and not self.attrs.get("linear_before_reset", 0) else []
+        if self.fused and not self._fused_why_not(d):
+            return self._fused(d, reverse, x, w[d], r[d].T, bias, rb)
         steps = self._projection(x, w[d], bias, parts)
         step = {"LSTM": self._lstm_step, "GRU": self._gru_step, "RNN": self._rnn_step}[self.op]
         consts = self._step_consts(d, r[d].T, rb)
@@ -237,7 +246,37 @@ class _Builder:
         for t in (range(self.seq - 1, -1, -1) if reverse else range(self.seq)):
             state = step(steps[t], state, consts, self.acts[d])
             states.append(state)
-        return (states[::-1] if reverse else states), state
+        states = states[::-1] if reverse else states
+        shape = self.const(np.array([1, 1, self.batch, self.hidden], np.int64), "shape")
+
+        def y4() -> str:  # [seq, 1, batch, hidden], built only when Y is read
+            steps4 = [self.emit("Reshape", [h, shape]) for h, _c in states]
+            return steps4[0] if len(steps4) == 1 else self.emit("Concat", steps4, axis=0)
+        return y4, state
+
+    def _fused_why_not(self, d: int) -> str:
+        acts = [op for op, _kw in self.acts[d]]
+        return fused_why_not(self.op, self.hidden, str(self.dtype), acts, self.attrs.get("clip"),
+                             self.op == "LSTM" and self.weight(7, "P") is not None)
+
+    def _fused(self, d: int, reverse: bool, x: str, w: np.ndarray, rt: np.ndarray, bias: np.ndarray,
+               rb: np.ndarray) -> tuple[Any, tuple[str, str]]:
+        """Direction d as rnn_kernel's one kernel: the projection [seq, batch, G*hidden] (one MatMul + Add)
+        and a LekaRecurrence node (Y, last h, last c)."""
+        hs = self.hidden
+        x2 = self.emit("Reshape", [x, self.const(np.array([self.seq * self.batch, -1], np.int64), "shape")])
+        xp = self.emit("Add", [self.emit("MatMul", [x2, self.const(np.ascontiguousarray(w.T), "W")]),
+                               self.const(bias.astype(self.dtype), "B")])
+        xp = self.emit("Reshape", [xp, self.const(np.array([self.seq, self.batch, -1], np.int64), "shape")])
+        lbr = int(self.op == "GRU" and self.attrs.get("linear_before_reset", 0))
+        rb_h = rb[2 * hs:] if lbr else np.zeros(hs, self.dtype)
+        zeros = self.const(np.zeros((self.batch, hs), self.dtype), "zeros")
+        h0, c0 = self._initial(5, d), self._initial(6, d) if self.op == "LSTM" else zeros
+        y, hn, cn = self.emit(OP_TYPE, [xp, self.const(np.ascontiguousarray(rt), "R"), self.const(rb_h, "B"), h0, c0],
+                              n_out=3, domain=DOMAIN, cell=self.op, hidden=hs, reverse=int(reverse), lbr=lbr,
+                              act=self.acts[d][0][0] if self.op == "RNN" else "")
+        shape = self.const(np.array([self.seq, 1, self.batch, hs], np.int64), "shape")
+        return (lambda: self.emit("Reshape", [y, shape])), (hn, cn if self.op == "LSTM" else "")
 
     def _initial_state(self, d: int) -> tuple[str, str]:
         return self._initial(5, d), self._initial(6, d) if self.op == "LSTM" else ""
@@ -326,11 +365,10 @@ class _Builder:
         """One kernel: MatMul, the projected input row and the activation."""
         return self.act(self.emit("Add", [xt[0], self.emit("MatMul", [state[0], k["R"]])]), acts[0]), ""
 
-    def _outputs(self, results: list[tuple[list, tuple]], layout: int) -> None:
+    def _outputs(self, results: list[tuple[Any, tuple]], layout: int) -> None:
         """Y [seq, dirs, batch, hidden], Y_h and Y_c [dirs, batch, hidden] (layout 1: batch first)."""
         outs = [o if o in self.used else "" for o in self.node.output] + [""] * 3
         shape1 = self.const(np.array([1, self.batch, self.hidden], np.int64), "shape")
-        shape2 = self.const(np.array([1, 1, self.batch, self.hidden], np.int64), "shape")
 
         def stack(names: list[str], shape: str, out: str, perm: list[int]) -> None:
             parts = [self.emit("Reshape", [n, shape]) for n in names]
@@ -341,10 +379,7 @@ class _Builder:
                 self.emit("Identity", [whole], out=[out])
 
         if outs[0]:
-            per_dir = []
-            for states, _ in results:
-                steps = [self.emit("Reshape", [n[0], shape2]) for n in states]
-                per_dir.append(steps[0] if len(steps) == 1 else self.emit("Concat", steps, axis=0))
+            per_dir = [y4() for y4, _ in results]
             y = per_dir[0] if len(per_dir) == 1 else self.emit("Concat", per_dir, axis=1)
             perm: dict[str, Any] = {"perm": [2, 0, 1, 3]} if layout else {}
             self.emit("Transpose" if layout else "Identity", [y], out=[outs[0]], **perm)
