@@ -162,18 +162,18 @@ def test_db_entry_is_remeasured_before_reuse(tmp_path):
     assert entry is None or (entry.method != "forged" and entry.detail["measured_by"]["host"]), entry
 
 
-def test_a_build_slower_than_the_default_is_not_written():
-    """attack: kernels that passed one by one make a model 100x slower than its default build; expect: the
-    build refused (before: written with exit 0). Equal timings within noise pass."""
-    from leka.optimize import VerificationError
-    from leka.optimize.pipeline import _refuse_slower
+def test_a_build_slower_than_the_default_does_not_ship():
+    """attack: kernels that passed one by one make a model 100x slower than its default build; expect: that
+    build withheld, the default build written instead (before: written with exit 0; then: nothing written).
+    Equal timings within noise ship the winners."""
+    from leka.optimize.pipeline import slower_than_default
     from leka.targets import get_target
 
     def side(ms: float) -> dict:
         return {"median_ms": ms, "min_ms": ms, "rounds": 9, "iqr_rel": 0.02}
 
     cpu = get_target("host-cpu")
-    with pytest.raises(VerificationError, match="slower than the default build"):
-        _refuse_slower({"optimized": side(100.0), "tvm-naive": side(1.0)}, cpu)
-    _refuse_slower({"optimized": side(1.01), "tvm-naive": side(1.0)}, cpu)
-    _refuse_slower(None, cpu)  # not timed (--time 0)
+    why = slower_than_default({"optimized": side(100.0), "tvm-naive": side(1.0)}, cpu)
+    assert why and "slower than the default build (tvm-naive)" in why and "100 ms vs 1 ms" in why
+    assert slower_than_default({"optimized": side(1.01), "tvm-naive": side(1.0)}, cpu) is None
+    assert slower_than_default(None, cpu) is None  # not timed (--time 0)

@@ -73,6 +73,8 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
               for name, why in (m.get("references_failed") or {}).items()]
     lines += [f"dropped {d['kernel']} (default kept): the model's build failed with its winner: {d['why'][:200]}"
               for d in m.get("dropped") or []]
+    if m.get("withheld"):
+        lines.append(f"default build written: {m['withheld']}")
     return lines
 
 
