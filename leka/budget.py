@@ -62,6 +62,12 @@ def _parse_value(key: str, text: str, item: str) -> float:
     return value
 
 
+def with_minutes(spec: str | None, minutes: float) -> str:
+    """`spec` with its minutes limit replaced by `minutes` (added when it had none)."""
+    parts = [p for p in (spec or "").split(",") if p.strip() and not p.strip().startswith("minutes")]
+    return ",".join([*parts, f"minutes={minutes:.6g}"])
+
+
 class Budget:
     """Limits (None = unlimited) and what has been spent against them. Thread-safe."""
 

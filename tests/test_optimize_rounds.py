@@ -132,3 +132,33 @@ def test_a_quick_pass_entry_is_tuned_further_under_a_search_budget(tmp_path):
     k2 = next(k for k in m2["kernels"] if k["key"] == key)
     assert k2["decision"].startswith("reused from db"), k2["decision"]
     assert m2["budget"]["ended"]
+
+
+def test_a_search_starting_late_gets_what_is_left_of_the_round():
+    """Budgets are set when a round starts; a search that starts after earlier ones overran gets at most what
+    is left of the round, and none when too little is (light_bvlc_alexnet: four 1.1-minute searches took 6.3
+    minutes and the run reached its build with no minutes left). A skipped search is not exhausted and keeps
+    the incumbent."""
+    import time
+
+    from leka.budget import Budget
+    from types import SimpleNamespace
+
+    from leka.optimize.rounds import merge
+    from leka.optimize.tune import LATE_START_MINUTES, TuneJob, late_start
+
+    spec = SimpleNamespace(key="k", task_id="t")
+    job = TuneJob(spec, "host-cpu", "leka", {}, "compiles=8,minutes=2", "r1", None)  # type: ignore[arg-type]
+    assert late_start(job) == "compiles=8,minutes=2"  # no round deadline
+    job.until = time.time() + 60 * 5
+    assert late_start(job) == "compiles=8,minutes=2"  # its own minutes fit
+    job.until = time.time() + 60 * 0.5
+    capped = late_start(job)
+    assert isinstance(capped, str) and Budget.parse(capped).limits["compiles"] == 8
+    assert 0.45 < (Budget.parse(capped).limits["minutes"] or 0) <= 0.5
+    job.until = time.time() + 60 * LATE_START_MINUTES / 2
+    skipped = late_start(job)
+    assert not isinstance(skipped, str) and skipped.source is None and skipped.detail["skipped"]
+    assert not exhausted(skipped)
+    incumbent = Winner(spec.key, spec.task_id, "src", 3.0, 1.0, 3.0, "quick-rules", "r1", None, {"correct": True})
+    assert merge(incumbent, skipped, "t", None) is incumbent  # type: ignore[arg-type]

@@ -28,7 +28,7 @@ def tune_on_executor(executor: Executor, profs: list[Any], preset: Any, method: 
     target = preset.target if preset.name == "custom" else preset.name
     home, tkey = os.environ.get("LEKA_HOME"), target_key(preset)
     work: dict[str, tuple[Any, list[Any]]] = {  # job key -> (payload, the kernels it decides)
-        p.spec.key: (TuneJob(p.spec, target, method, options, p.budget, run_id, home, rpc, attempt), [p])
+        p.spec.key: (TuneJob(p.spec, target, method, options, p.budget, run_id, home, rpc, attempt, until), [p])
         for p in profs if p.budget is not None}
     quick = [p for p in profs if p.quick and p.budget is None and preset.runnable and db.get(p.spec.key, tkey) is None]
     if quick:  # after the searched kernels: they matter more if the time runs out

@@ -22,6 +22,8 @@ def _decision(p: KernelProfile, w: Winner | None, run_id: str) -> str:
     (continued) whose earlier winner stayed the fastest."""
     if w is None:
         return f"not tuned ({'the quick pass ran out of time' if p.quick else p.why_not})"
+    if w.detail.get("skipped") and not w.source:
+        return f"not tuned ({w.detail['skipped'].removeprefix('budget: ')})"
     how = "tuned" if w.run_id == run_id else "reused from db"
     if w.detail.get("continued_in") == run_id:
         how = ("tuned (searched again in a later round; the first answer stayed fastest)" if w.run_id == run_id

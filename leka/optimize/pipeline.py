@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from leka.budget import with_minutes
+
 from . import BuildFailedError, OptimizeError
 from .artifact import CHECK_EXPECTED, CHECK_INPUTS, LIBRARY, MANIFEST, check_out, file_digests, staging
 from .clock import WholeRun
@@ -119,14 +121,9 @@ def _import_and_profile(opts: OptimizeOptions, preset: Any, view: OptimizeView,
     default_s = sum((p.default_ms or 0.0) * p.spec.weight for p in profs) / 1e3
     minutes = clock.tuning_minutes(import_s, sum(p.compile_s for p in profs), preset.runnable and opts.time_s > 0,
                                    opts.time_s, default_s)
-    tune_opts = opts if minutes is None else replace(opts, budget=_with_minutes(opts.budget, minutes))
+    tune_opts = opts if minutes is None else replace(opts, budget=with_minutes(opts.budget, minutes))
     split_budget(profs, tune_opts.budget)
     return loaded, profs, tune_opts
-
-
-def _with_minutes(spec: str | None, minutes: float) -> str:
-    parts = [p for p in (spec or "").split(",") if p.strip() and not p.strip().startswith("minutes")]
-    return ",".join([*parts, f"minutes={minutes:.6g}"])
 
 
 def build_only_why(preset: Any) -> str:

@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from leka.budget import Budget, with_minutes
+
 from .db import TuningDB, Winner
 from .extract import KernelSpec, make_task, spec_bytes
 from .rounds import quick_how, search_how
@@ -61,15 +63,39 @@ class TuneJob:
     leka_home: str | None
     rpc: str | None = None  # TRACKER_HOST:PORT:KEY (leka/runners/rpc.py)
     attempt: int = 0  # the round (optimize.rounds): a new search, its own agent run and seed
+    # When the round's minutes end (epoch seconds): a search starting later gets at most what is left, and
+    # none below LATE_START_MINUTES. Budgets are set when a round starts, and each search may end past its
+    # minutes by one evaluation: light_bvlc_alexnet's four 1.1-minute searches took 6.3 minutes (a GEMV
+    # evaluation is ~35 s there), so the run reached the build with no minutes left (exit 4, nothing written).
+    until: float | None = None
+
+
+LATE_START_MINUTES = 0.25
+
+
+def late_start(job: TuneJob) -> Winner | str:
+    """The Budget spec a search starting now runs under (its own, capped at the round's end), or, when the
+    round's minutes are gone, the decision it leaves: no winner, not exhausted (a later run continues it)."""
+    if job.until is None:
+        return job.budget
+    left = (job.until - time.time()) / 60
+    if left >= LATE_START_MINUTES:
+        own = Budget.parse(job.budget).limits.get("minutes")
+        return job.budget if own is not None and own <= left else with_minutes(job.budget, left)
+    why = "budget: the round's minutes ended before this search started"
+    return Winner(job.spec.key, job.spec.task_id, None, None, None, None, job.method, job.run_id, None,
+                  {"budget": job.budget, "spent": {}, "skipped": why, "how": search_how(job.budget, why)})
 
 
 def run_job(job: TuneJob, events: Any = None) -> Winner:
     """One kernel, one method attempt (runs in a worker process)."""
     if job.leka_home:
         os.environ["LEKA_HOME"] = job.leka_home
+    spec = late_start(job)
+    if isinstance(spec, Winner):
+        return spec
     # Terminated by the parent (Ctrl-C there): unwind, so the evaluator's worker is closed, not orphaned.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    from leka.budget import Budget
     from leka.executors.base import evaluator_for
     from leka.methods import MethodContext, get_method
     from leka.targets import get_target
@@ -77,10 +103,10 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     preset = get_target(job.target)
     task = make_task(job.spec, preset)
     method = get_method(job.method, job.options)
-    budget = Budget.parse(job.budget)
+    budget = Budget.parse(spec)
 
     if events is not None:
-        events.put((job.spec.key, "start", job.budget))
+        events.put((job.spec.key, "start", spec))
 
     def say(msg: str) -> None:
         if events is not None:
@@ -95,11 +121,11 @@ def run_job(job: TuneJob, events: Any = None) -> Winner:
     meta = final.meta if final is not None else {}
     source = final.source if final is not None else None
     ok = is_winner(res) and bool(source)
-    detail = {"budget": job.budget, "spent": budget.spent(), "failure": res.get("failure"),
+    detail = {"budget": spec, "spent": budget.spent(), "failure": res.get("failure"),
               "error": (res.get("error") or "")[:300], "search_speedup": meta.get("search_speedup"),
               "stop_reason": meta.get("stop_reason"), "correct": res.get("correct"),
               "measured_speedup": res.get("speedup"), "noise_floor": noise_floor(res),
-              "how": search_how(job.budget, meta.get("stop_reason"))}
+              "how": search_how(spec, meta.get("stop_reason"))}
     return Winner(job.spec.key, task.id, source if ok else None, res.get("speedup") if ok else None,
                   res.get("candidate_ms"), res.get("baseline_ms"), job.method, job.run_id,
                   meta.get("agent_run"), detail)

@@ -57,7 +57,8 @@ class OptimizeView(LiveView):
             self._refresh(None)
         elif kind == "done":
             w = payload
-            result = f"{w.speedup:.2f}x" if w.source else "default kept"
+            result = f"{w.speedup:.2f}x" if w.source else ("not searched: minutes ended" if w.detail.get("skipped")
+                                                             else "default kept")
             self.set(key, "done", result)
 
     def frame(self) -> Any:
