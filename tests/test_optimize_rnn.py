@@ -149,3 +149,25 @@ def test_fused_import_is_one_kernel_per_direction(tmp_path, op, kw, kernels):
         assert fixed and all(p.budget is None and not p.quick and p.why_not == FIXED_WHY for p in fixed)
     else:
         assert calls[1] > calls[0], calls
+
+
+def test_a_file_cannot_call_the_recurrence_kernel_itself(tmp_path):
+    """attack: a model file with its own LekaRecurrence node (the rewrite's internal operator), shapes and
+    attributes of its choosing; expect: refused in one line naming the node, as any unknown operator."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from leka.optimize.importer import import_model
+    from leka.optimize.rnn_kernel import DOMAIN, OP_TYPE
+
+    vi = helper.make_tensor_value_info
+    node = helper.make_node(OP_TYPE, ["x", "x", "x", "x", "x"], ["y", "h", "c"], name="forged", domain=DOMAIN,
+                            cell="LSTM", hidden=4096)
+    graph = helper.make_graph([node], "g", [vi("x", TensorProto.FLOAT, [2, 1, 8])],
+                              [vi("y", TensorProto.FLOAT, [2, 1, 4096])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14), helper.make_opsetid(DOMAIN, 1)]),
+              str(tmp_path / "m.onnx"))
+    for fused in (False, True):
+        with pytest.raises(OptimizeError, match=rf"unsupported operator {DOMAIN}\.{OP_TYPE} \(node 'forged'") as e:
+            import_model(tmp_path / "m.onnx", fused_rnn=fused)
+        assert "\n" not in str(e.value)

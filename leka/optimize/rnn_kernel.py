@@ -188,7 +188,7 @@ def _gru(spec: Recurrence) -> Any:
                     for j in range(H):
                         rh[j] = rh[j] * hs[j]
                     gemv(rh, RT, gates, acc, 2 * H, H, tile1)
-                    for j in range(H):
+                    for j in range(H):  # r already applied: the shared gate-h line below multiplies by 1
                         rh[j] = T.float32(1)
                 for jo in range(H // LANES):
                     for lane in T.vectorized(LANES):
