@@ -82,3 +82,40 @@ def test_warnings_for_a_loaded_host_and_a_wide_spread():
     assert sum(ln.startswith("warning: ") for ln in summary_lines(m)) == 2
     rows = {r[0]: r for r in latency_rows(m)}
     assert rows["tvm-naive"][-1] == "2.00x faster" and rows["onnxruntime"][-1].startswith("undecided")
+
+
+def test_rounds_that_swing_get_up_to_as_many_again():
+    """A build whose rounds swing 2x (a shared host) is timed over up to twice the rounds, the host record
+    says how many were added; steady builds stop at `rounds`."""
+    import time
+
+    state = {"calls": 0}
+
+    def swinging(_i):
+        state["calls"] += 1
+        time.sleep(0.004 if (state["calls"] // 40) % 2 else 0.001)
+
+    lat, host = alternate({"swing": swinging, "steady": lambda _i: time.sleep(0.001)}, [], rounds=3,
+                          min_time_s=0.1)
+    assert 3 < lat["swing"]["rounds"] <= 6 and lat["steady"]["rounds"] == lat["swing"]["rounds"]
+    assert host["extra_rounds"] == lat["swing"]["rounds"] - 3
+    lat, host = alternate({"a": lambda _i: time.sleep(0.001), "b": lambda _i: None}, [], rounds=3, min_time_s=0.05)
+    assert lat["a"]["rounds"] == 3 and "extra_rounds" not in host
+
+
+def test_a_short_build_is_timed_warm_after_a_cold_neighbour():
+    """A sub-2 ms build whose first call after another build is cold (weights evicted) is timed after one
+    untimed call per batch: its figure is the warm call's, as for every build alike."""
+    import time
+
+    last = {"who": None}
+
+    def build(name, cold_s, warm_s):
+        def run(_i):
+            time.sleep(cold_s if last["who"] != name else warm_s)
+            last["who"] = name
+        return run
+
+    lat, _host = alternate({"small": build("small", 0.01, 0.0002), "other": build("other", 0.0, 0.003)}, [],
+                           rounds=3, min_time_s=0.05)
+    assert lat["small"]["median_ms"] < 0.6  # cold first calls counted: (10 + 9 x 0.2) / 10 = 1.2 ms

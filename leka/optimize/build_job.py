@@ -121,18 +121,16 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
     lasts min_time_s * len(runners) / rounds and is made of short batches (~2 ms per runner) visiting the
     runners in a fresh random order, so machine load and the scheduler's time slices fall on all of them
     alike; the round's figure is the median of its batches, and the reported median and spread are across
-    rounds (the spread within a round hid 2x swings between identical runs on a loaded host). `deadline`
-    (time.time()): no round starts that would end past it, so a model whose default build takes seconds a
-    call is timed over fewer rounds (the figures say how many) instead of running past --budget minutes."""
-    per_call: dict[str, float] = {}
-    for name, run in runners.items():  # warm up, then size each batch
-        run(inputs)
-        t0 = time.perf_counter()
-        run(inputs)
-        per_call[name] = time.perf_counter() - t0
-    number = {n: max(1, int(0.002 / max(t, 1e-6))) for n, t in per_call.items()}
-    samples: dict[str, list[list[float]]] = {n: [[] for _ in range(rounds)] for n in runners}
-    order, rng = list(runners), np.random.default_rng(0)
+    rounds (the spread within a round hid 2x swings between identical runs on a loaded host). While some
+    build's rounds still spread wider than timing_verdict.SPREAD_WARN, up to as many rounds again are run
+    (the median of 10 swinging rounds moves less than that of 5). `deadline` (time.time()): no round starts
+    that would end past it, so a model whose default build takes seconds a call is timed over fewer rounds
+    (the figures say how many) instead of running past --budget minutes."""
+    from .timing_verdict import SPREAD_WARN
+
+    number, per_call = _batch_sizes(runners, inputs)
+    samples: dict[str, list[list[float]]] = {n: [] for n in runners}
+    rng = np.random.default_rng(0)
     round_len = round_s(min_time_s, len(runners), rounds)
     if min_batches is None:
         min_batches = batches_per_round(sum(per_call[n] * number[n] for n in runners), round_len)
@@ -140,23 +138,70 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
     # this process's threads (TVM's pool, ORT's) at the evaluator's timing priority, as its kernels are timed
     with thread_priority(os.getpid()):
         last_round_s = 0.0
-        for r in range(rounds):
-            if r and deadline is not None and time.time() + last_round_s > deadline:
-                samples = {n: v[:r] for n, v in samples.items()}
-                host["cut_short"] = f"{r} of {rounds} rounds: the budget's minutes"
+        while True:
+            done = len(samples[next(iter(runners))])
+            if done >= rounds and (done >= 2 * rounds or _spread_within(samples, SPREAD_WARN)):
                 break
-            t_round, batches = time.perf_counter(), 0
-            while batches < min_batches or time.perf_counter() - t_round < round_len:
-                rng.shuffle(order)
-                for name in order:
-                    t0 = time.perf_counter()
-                    for _ in range(number[name]):
-                        runners[name](inputs)
-                    samples[name][r].append((time.perf_counter() - t0) / number[name] * 1e3)
-                batches += 1
+            if done and deadline is not None and time.time() + last_round_s > deadline:
+                if done < rounds:
+                    host["cut_short"] = f"{done} of {rounds} rounds: the budget's minutes"
+                break
+            t_round = time.perf_counter()
+            _one_round(runners, inputs, number, samples, rng, min_batches, round_len)
             last_round_s = time.perf_counter() - t_round
     host["load_after"] = os.getloadavg()[0]
+    if len(samples[next(iter(runners))]) > rounds:
+        host["extra_rounds"] = len(samples[next(iter(runners))]) - rounds
     return {n: _stats(v) for n, v in samples.items()}, host
+
+
+def _batch_sizes(runners: dict[str, Callable[[list[np.ndarray]], Any]],
+                 inputs: list[np.ndarray]) -> tuple[dict[str, int], dict[str, float]]:
+    """Calls per batch of each runner (~2 ms of calls) and the seconds one call took, after a warm-up call."""
+    per_call: dict[str, float] = {}
+    for name, run in runners.items():
+        run(inputs)
+        t0 = time.perf_counter()
+        run(inputs)
+        per_call[name] = time.perf_counter() - t0
+    return {n: max(1, int(0.002 / max(t, 1e-6))) for n, t in per_call.items()}, per_call
+
+
+def _one_round(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: list[np.ndarray],
+               number: dict[str, int], samples: dict[str, list[list[float]]], rng: np.random.Generator,
+               min_batches: int, round_len: float) -> None:
+    """One round of batches in fresh random orders, appended to `samples`. A batch of several calls (a
+    sub-2 ms build) starts with one untimed call: the build visited before it (a default build of tens of
+    ms) has evicted its weights from the caches, and a cold first call among ~5 timed ones moved a
+    squeezenet's figure by tens of per cent; every such build is treated alike, ONNX Runtime included."""
+    order = list(runners)
+    for name in order:
+        samples[name].append([])
+    t_round, batches = time.perf_counter(), 0
+    while batches < min_batches or time.perf_counter() - t_round < round_len:
+        rng.shuffle(order)
+        for name in order:
+            if number[name] > 1:
+                runners[name](inputs)
+            t0 = time.perf_counter()
+            for _ in range(number[name]):
+                runners[name](inputs)
+            samples[name][-1].append((time.perf_counter() - t0) / number[name] * 1e3)
+        batches += 1
+
+
+SPREAD_FLOOR_MS = 0.005  # rounds differing by less than this are alike whatever their ratio (timer noise)
+
+
+def _spread_within(samples: dict[str, list[list[float]]], limit: float) -> bool:
+    """Every runner's rounds so far (their medians) span at most `limit` of their median, or under
+    SPREAD_FLOOR_MS."""
+    for per_round in samples.values():
+        meds = [statistics.median(v) for v in per_round if v]
+        med = statistics.median(meds) if meds else 0.0
+        if med > 0 and max(meds) - min(meds) > SPREAD_FLOOR_MS and (max(meds) - min(meds)) / med > limit:
+            return False
+    return True
 
 
 def _stats(per_round: list[list[float]]) -> dict[str, Any]:
