@@ -98,6 +98,13 @@ def _ort_runner(model_path: str, names: list[str], threads: int) -> Callable[[li
 
 MIN_BATCHES = 3  # batches a round makes at least, unless one batch already outlasts the round
 ROUNDS = 5  # rounds of the end-to-end comparison; medians and spreads are across them (timing_verdict.py)
+# builds faster than this a call get one untimed call before each batch, all alike (slower ones: the warm-up
+# would cost a round's time, and a cold start is a small share of their call)
+WARM_CALL_S = 0.05
+# a batch: this long of timed calls of one build in a row, at least one call. 2 ms batches timed a 1.05 ms
+# squeezenet build at 1.50 ms and ONNX Runtime's 0.47 ms at 0.59 (one call after another build's is slow:
+# threads asleep, caches cold); 10 ms batches: 1.20 and 0.53, same run
+BATCH_S = 0.01
 RUNNERS = 4  # the builds timed: optimised, tvm-naive, tvm-dlight, ONNX Runtime
 
 
@@ -118,10 +125,11 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
               rounds: int = ROUNDS, min_time_s: float = 1.0, min_batches: int | None = None,
               deadline: float | None = None) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     """Each runner's median ms per call over `rounds` rounds, and the host's load around the timing. A round
-    lasts min_time_s * len(runners) / rounds and is made of short batches (~2 ms per runner) visiting the
+    lasts min_time_s * len(runners) / rounds and is made of batches (BATCH_S of calls per runner) visiting the
     runners in a fresh random order, so machine load and the scheduler's time slices fall on all of them
     alike; the round's figure is the median of its batches, and the reported median and spread are across
-    rounds (the spread within a round hid 2x swings between identical runs on a loaded host). While some
+    rounds (the spread within a round hid 2x swings between identical runs on a loaded host). A batch of a
+    build under WARM_CALL_S a call starts with one untimed call (_one_round). While some
     build's rounds still spread wider than timing_verdict.SPREAD_WARN, up to as many rounds again are run
     (the median of 10 swinging rounds moves less than that of 5). `deadline` (time.time()): no round starts
     that would end past it, so a model whose default build takes seconds a call is timed over fewer rounds
@@ -129,6 +137,7 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
     from .timing_verdict import SPREAD_WARN
 
     number, per_call = _batch_sizes(runners, inputs)
+    warm = {n for n, t in per_call.items() if t < WARM_CALL_S}
     samples: dict[str, list[list[float]]] = {n: [] for n in runners}
     rng = np.random.default_rng(0)
     round_len = round_s(min_time_s, len(runners), rounds)
@@ -137,17 +146,21 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
     host: dict[str, Any] = {"cores": os.cpu_count() or 1, "load_before": os.getloadavg()[0]}
     # this process's threads (TVM's pool, ORT's) at the evaluator's timing priority, as its kernels are timed
     with thread_priority(os.getpid()):
-        last_round_s = 0.0
+        t_start, last_round_s, planned_s = time.perf_counter(), 0.0, 0.0
         while True:
             done = len(samples[next(iter(runners))])
+            if done == rounds:
+                planned_s = time.perf_counter() - t_start
             if done >= rounds and (done >= 2 * rounds or _spread_within(samples, SPREAD_WARN)):
                 break
-            if done and deadline is not None and time.time() + last_round_s > deadline:
+            # an extra round leaves as much time before the deadline as the planned rounds took (a withheld
+            # or bisected build after this one is timed again)
+            if done and deadline is not None and time.time() + last_round_s + planned_s > deadline:
                 if done < rounds:
                     host["cut_short"] = f"{done} of {rounds} rounds: the budget's minutes"
                 break
             t_round = time.perf_counter()
-            _one_round(runners, inputs, number, samples, rng, min_batches, round_len)
+            _one_round(runners, inputs, number, samples, rng, min_batches, round_len, warm)
             last_round_s = time.perf_counter() - t_round
     host["load_after"] = os.getloadavg()[0]
     if len(samples[next(iter(runners))]) > rounds:
@@ -157,23 +170,22 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
 
 def _batch_sizes(runners: dict[str, Callable[[list[np.ndarray]], Any]],
                  inputs: list[np.ndarray]) -> tuple[dict[str, int], dict[str, float]]:
-    """Calls per batch of each runner (~2 ms of calls) and the seconds one call took, after a warm-up call."""
+    """Calls per batch of each runner (BATCH_S of calls) and the seconds one call took, after a warm-up call."""
     per_call: dict[str, float] = {}
     for name, run in runners.items():
         run(inputs)
         t0 = time.perf_counter()
         run(inputs)
         per_call[name] = time.perf_counter() - t0
-    return {n: max(1, int(0.002 / max(t, 1e-6))) for n, t in per_call.items()}, per_call
+    return {n: max(1, int(BATCH_S / max(t, 1e-6))) for n, t in per_call.items()}, per_call
 
 
 def _one_round(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: list[np.ndarray],
                number: dict[str, int], samples: dict[str, list[list[float]]], rng: np.random.Generator,
-               min_batches: int, round_len: float) -> None:
-    """One round of batches in fresh random orders, appended to `samples`. A batch of several calls (a
-    sub-2 ms build) starts with one untimed call: the build visited before it (a default build of tens of
-    ms) has evicted its weights from the caches, and a cold first call among ~5 timed ones moved a
-    squeezenet's figure by tens of per cent; every such build is treated alike, ONNX Runtime included."""
+               min_batches: int, round_len: float, warm: set[str]) -> None:
+    """One round of batches in fresh random orders, appended to `samples`. A batch of a build in `warm`
+    starts with one untimed call: the build visited before it has evicted its weights from the caches and
+    its threads sleep (ONNX Runtime's 0.47 ms squeezenet: 0.74 ms in 2 ms batches without it, 0.58 with)."""
     order = list(runners)
     for name in order:
         samples[name].append([])
@@ -181,7 +193,7 @@ def _one_round(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: li
     while batches < min_batches or time.perf_counter() - t_round < round_len:
         rng.shuffle(order)
         for name in order:
-            if number[name] > 1:
+            if name in warm:
                 runners[name](inputs)
             t0 = time.perf_counter()
             for _ in range(number[name]):
