@@ -185,7 +185,7 @@ def _one_round(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: li
                min_batches: int, round_len: float, warm: set[str]) -> None:
     """One round of batches in fresh random orders, appended to `samples`. A batch of a build in `warm`
     starts with one untimed call: the build visited before it has evicted its weights from the caches and
-    its threads sleep (ONNX Runtime's 0.47 ms squeezenet: 0.74 ms in 2 ms batches without it, 0.58 with)."""
+    its threads sleep (ONNX Runtime's 0.47 ms squeezenet: 0.72-0.84 ms in 2 ms batches without it, 0.53-0.65 with)."""
     order = list(runners)
     for name in order:
         samples[name].append([])
