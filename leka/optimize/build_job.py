@@ -163,8 +163,8 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
             _one_round(runners, inputs, number, samples, rng, min_batches, round_len, warm)
             last_round_s = time.perf_counter() - t_round
     host["load_after"] = os.getloadavg()[0]
-    if len(samples[next(iter(runners))]) > rounds:
-        host["extra_rounds"] = len(samples[next(iter(runners))]) - rounds
+    if done > rounds:
+        host["extra_rounds"] = done - rounds
     return {n: _stats(v) for n, v in samples.items()}, host
 
 
@@ -206,12 +206,11 @@ SPREAD_FLOOR_MS = 0.005  # rounds differing by less than this are alike whatever
 
 
 def _spread_within(samples: dict[str, list[list[float]]], limit: float) -> bool:
-    """Every runner's rounds so far (their medians) span at most `limit` of their median, or under
+    """Every runner's rounds so far (their medians, _stats) span at most `limit` of their median, or under
     SPREAD_FLOOR_MS."""
     for per_round in samples.values():
-        meds = [statistics.median(v) for v in per_round if v]
-        med = statistics.median(meds) if meds else 0.0
-        if med > 0 and max(meds) - min(meds) > SPREAD_FLOOR_MS and (max(meds) - min(meds)) / med > limit:
+        st = _stats(per_round)
+        if max(st["round_ms"]) - min(st["round_ms"]) > SPREAD_FLOOR_MS and st["range_rel"] > limit:
             return False
     return True
 
