@@ -21,6 +21,9 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# TVM's own default pool size was 1 on a 2-core host (kernels timed on one core against ONNX Runtime on all):
+# both get every core unless TVM_NUM_THREADS says otherwise
+os.environ.setdefault("TVM_NUM_THREADS", str(os.cpu_count() or 1))
 
 
 def _args(spec: Any, rng: np.random.Generator) -> list[Any]:

@@ -19,13 +19,15 @@ def test_claims_narrow_nchw_conv_and_packs_its_weights():
     irs = cpu_conv_channel_pack.apply(_context(_fused_conv_bias_relu(**NARROW)))
     assert irs and all(ir.notes["rule"] == cpu_conv_channel_pack.NAME for ir in irs)
     mem = [s.op for s in irs[0].memory.steps]
-    assert mem == ["cache_read", "transform_layout", "cache_write"]
+    assert mem == ["cache_read", "transform_layout", "cache_write", "transform_layout"]
     assert {"split", "reorder", "parallel", "vectorize", "unroll", "decompose_reduction"} <= \
         {s.op for s in irs[0].schedule.steps}
     src = irs[0].to_tvmscript("host-cpu")
     # bias + relu in the tile's write-back; the weights read from the packed [ci, kh, kw, co] copy
     assert "T.max(conv2d_nchw_global[" in src and 'T.sblock("T_add")' not in src
     assert "W_global" in src
+    # the accumulators kept channels-innermost ([n, y, x, co]): a channel vector is one contiguous store
+    assert "conv2d_nchw_global = T.sblock_alloc_buffer((1, 13, 13, 32))" in src
 
 
 @pytest.mark.parametrize("task", [

@@ -100,6 +100,11 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: ConvAxes, kn: d
         mark_weight_prepack(sk, pack)
     tile_at = sk.loops(b.name)[len(sk.loops(b.name)) - len(red) - 4]  # the last outer loop (x0)
     sk.mem_do("cache_write", block=b.name, buffer=0, scope="global", at=tile_at)
+    # the tile's accumulators with the channels innermost: left in the output's NCHW order each channel
+    # vector is a strided scatter in the reduction loop (measured: 2 channel vectors 10.4 ms against 0.61)
+    nd_out = len(blk.writes[0].region)
+    sk.mem_do("transform_layout", block=b.name, access="write", buffer=0,
+              permutation=[i for i in range(nd_out) if i != axes.vec] + [axes.vec])
     for ep in ctx.infos[ctx.infos.index(b) + 1:]:
         if not ep.is_reduction and not ep.is_ordered:
             sk.try_do("reverse_compute_inline", block=ep.name)
