@@ -56,3 +56,18 @@ def test_candidates_are_correct():
         for ir in irs:
             res = ev.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
             assert res.compiled and res.correct, (ir.notes["knobs"], res.failure, res.error)
+
+
+def test_prime_width_gets_a_tail_tile_and_stays_correct():
+    # 11 wide: the 14-pixel knob tiles the whole row, the 7-, 6- and 4-pixel ones have no divisor >= 3 to tile by
+    # and take a partial last tile (tail split) instead of declining (ZFNet's 109-wide stem)
+    from leka.evaluator import EvalConfig, Evaluator
+
+    task = _fused_conv_bias_relu(ci=3, co=32, hw=11, k=3)
+    irs = cpu_conv_channel_pack.apply(_context(task))
+    tails = {ir.notes["knobs"]["reg"]: any(s.args.get("tail") for s in ir.schedule.steps) for ir in irs}
+    assert tails == {14: False, 6: True, 7: True, 4: True}
+    with Evaluator("host-cpu", EvalConfig(compile_timeout_s=120.0, run_timeout_s=60.0, measure=False)) as ev:
+        for ir in irs:
+            res = ev.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
+            assert res.compiled and res.correct, (ir.notes["knobs"], res.failure, res.error)

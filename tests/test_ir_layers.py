@@ -123,6 +123,27 @@ def test_flat_form_is_correct_tvmscript(matmul):
         _ir(matmul, [{"op": "split", "loop": "C.j", "factors": [None, 7]}]).to_tvmscript("host-cpu")
 
 
+def test_split_tail_allows_a_partial_last_tile(matmul):
+    import tvm
+
+    tail = [{"op": "split", "loop": "C.j", "factors": [None, 7], "tail": True},
+            {"op": "vectorize", "loop": "C.j.1"}]
+    ir = _ir(matmul, tail)
+    assert ir.schedule.steps[0].render() == "split(C.j, factors=[None, 7], tail=True)"
+    assert CandidateIR.from_json(ir.to_json()) == ir  # the field survives the JSON round trip
+    ex = tvm.compile(tvm.script.from_source(ir.to_tvmscript("host-cpu")), target=tvm.target.Target({"kind": "llvm"}))
+    rng = np.random.default_rng(1)
+    a, b = (rng.standard_normal((256, 256)).astype("float32") for _ in range(2))
+    c = tvm.runtime.empty((256, 256), "float32", tvm.cpu())
+    ex["main"](tvm.runtime.tensor(a), tvm.runtime.tensor(b), c)
+    np.testing.assert_allclose(c.numpy(), a @ b, rtol=1e-4, atol=1e-3)  # 36 full tiles of 7 and one of 4
+    assert _ir(matmul, [dict(tail[0], tail=False)]).schedule.steps[0].args == {"loop": "C.j", "factors": [None, 7]}
+    with pytest.raises(IRFormatError, match="field 'tail' must be true or false"):
+        _ir(matmul, [dict(tail[0], tail="yes")])
+    with pytest.raises(IRFormatError, match=r"\(parallel\): unknown field\(s\) tail"):
+        _ir(matmul, [{"op": "parallel", "loop": "C.i", "tail": True}])
+
+
 def test_untrusted_algorithm_text_is_checked_in_a_worker(matmul):
     good = matmul.build().script()
     ir = CandidateIR.initial(matmul).with_layer("algorithm", {"kind": "tvmscript", "text": good, "note": "same"})

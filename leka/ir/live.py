@@ -189,7 +189,7 @@ class LiveSchedule:
             if None not in a["factors"] and prod != ext:
                 raise IRApplyError(f"loop {a['loop']} has extent {ext}; split factors {a['factors']} "
                                    f"multiply to {prod}, not {ext}")
-            if ext % prod:
+            if ext % prod and not a.get("tail"):
                 what = (f"split factor {given[0]} does not divide it" if len(given) == 1 else
                         f"split factors {given} (product {prod}) do not divide it")
                 raise IRApplyError(f"loop {a['loop']} has extent {ext}; {what}")

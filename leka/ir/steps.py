@@ -59,6 +59,10 @@ TENSOR_INTRINSICS = tuple(
 PREPROC_KEY = "meta_schedule.layout_rewrite_preproc"
 # Memory steps may say after which schedule step they apply ("after": index, -1 = before all); default: at the end.
 OPTIONAL_FIELDS = {"after"}
+# A split may say "tail": true: its factors need not divide the extent, the last outer iteration covers the
+# remainder under a predicate (TVM's non-divisible split). Off by default: a factor that does not divide is
+# usually a mistake, and the error says so.
+SPLIT_TAIL = "tail"
 
 
 @dataclass(frozen=True)
@@ -148,7 +152,8 @@ def parse_step(d: Any, ops: dict[str, dict[str, str]], where: str) -> Step:
     if op not in ops:
         raise IRFormatError(f"{where}: unknown op {op!r}; this layer allows: {', '.join(ops)}")
     spec = ops[op]
-    unknown = set(d) - set(spec) - {"op"} - (OPTIONAL_FIELDS if ops is MEMORY_OPS else set())
+    optional = OPTIONAL_FIELDS if ops is MEMORY_OPS else {SPLIT_TAIL} if op == "split" else set()
+    unknown = set(d) - set(spec) - {"op"} - optional
     if unknown:
         raise IRFormatError(f"{where} ({op}): unknown field(s) {', '.join(sorted(unknown))}; "
                             f"expected: {', '.join(spec)}")
@@ -163,6 +168,11 @@ def parse_step(d: Any, ops: dict[str, dict[str, str]], where: str) -> Step:
             raise IRFormatError(f"{where} ({op}): field 'after' must be a schedule step index (-1 = before all) "
                                 f"or null, got {after!r}")
         args["after"] = after
+    if SPLIT_TAIL in d:
+        if not isinstance(d[SPLIT_TAIL], bool):
+            raise IRFormatError(f"{where} ({op}): field '{SPLIT_TAIL}' must be true or false, got {d[SPLIT_TAIL]!r}")
+        if d[SPLIT_TAIL]:
+            args[SPLIT_TAIL] = True
     return Step(op, args)
 
 

@@ -101,9 +101,17 @@ class _Replay:
         except IRApplyError as e:
             raise IRApplyError(f"trace instruction {idx} ({kind}): {e}") from None
 
+    def _partial(self, loop: str, factors: list[int | None]) -> bool:
+        ext, prod = self.live.extent(loop), 1
+        for f in factors:
+            prod *= f or 1
+        return ext is not None and ext % prod != 0
+
     def step(self, idx: int, kind: str, ins: list[Any], attrs: list[Any], outs: list[Any]) -> None:
         """Translate one primitive into a Step, apply it and record it in its layer."""
         step, layer = _translate(kind, [self.name(x) for x in ins], attrs, ins)
+        if step.op == "split" and self._partial(step.args["loop"], step.args["factors"]):
+            step = Step("split", {**step.args, "tail": True})  # TVM's non-divisible split: the IR says so
         pending, self.pending_cache = self.pending_cache, None
         if pending and step.op == pending[2] and step.args["block"] == pending[1]:
             # cache_* followed by its (reverse_)compute_at: one memory decision with "at"
