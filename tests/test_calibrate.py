@@ -3,9 +3,13 @@
 workers and the lying ones are in tests/test_adversarial.py."""
 from __future__ import annotations
 
+import os
+import threading
+
 import pytest
 
-from leka.evaluator.calibrate import SideRounds, calibrate_side, size_rounds
+from leka.evaluator.calibrate import SideRounds, calibrate_side, size_rounds, time_running
+from leka.evaluator.cpu_time import Usage, own_wait_s, tree_usage
 from leka.evaluator.timing import MAX_RUNS, plausible
 
 
@@ -66,3 +70,21 @@ def test_reply_is_held_to_the_rounds_asked_and_the_parents_clock():
     assert "baseline runs" in plausible(_reply(2e-6, 1e-9, 500, 600), 0.2, 2.0, asked=asked)
     # without sizes (a remote board sizes its own rounds) only the other checks apply
     assert plausible(_reply(2e-6, 1.4e-6, 500_000, 600), None, 2.0, asked=None) is None
+
+
+def test_time_waiting_for_a_core_is_not_counted_as_running():
+    """A calibration request's clock loses the longest wait of any one worker thread (a pool's threads wait in
+    parallel, so not their sum) and this side's own wait; a thread started during the request counts whole."""
+    before = Usage(cpu_s=1.0, wait_s=0.5, thread_waits=((10, 0.2), (11, 0.3)))
+    after = Usage(cpu_s=1.1, wait_s=1.5, thread_waits=((10, 0.5), (11, 0.9), (12, 0.1)))
+    assert (after - before).longest_wait_s == pytest.approx(0.6)
+    assert time_running(1.0, before, after, own_wait_s=0.1) == pytest.approx(0.3)
+    assert time_running(1.0, None, after, own_wait_s=0.0) == 1.0  # no accounting: the wall clock as it is
+    assert time_running(0.5, before, after, own_wait_s=0.1) == 0.0  # never negative
+
+
+def test_the_calling_threads_own_wait_is_read_from_the_kernel():
+    assert own_wait_s() >= 0.0
+    usage = tree_usage([os.getpid()])
+    assert usage is not None and threading.get_native_id() in dict(usage.thread_waits)
+    assert usage.wait_s == pytest.approx(sum(w for _, w in usage.thread_waits))

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .cpu_time import Usage
 from .timing import _balanced, _runs_for
 
 # Runs `n` timed runs of one side in the worker (arming it first when asked) and returns this side's wall
@@ -28,6 +29,16 @@ MAX_STEPS = 6  # re-estimates of the runs per round, each at the previous estima
 class SideRounds:
     n: int  # runs per round asked of the worker
     per_run_s: float  # wall seconds per run this side measured: the run, its preproc and the timer's loop
+
+
+def time_running(wall_s: float, before: Usage | None, after: Usage | None, own_wait_s: float) -> float:
+    """A request's wall clock less the time a core was not free to run it: the longest wait of any one worker
+    thread and this side's own wait (both the kernel's accounting). On a loaded machine a request of a few µs of
+    runs can sit a whole time slice on the run queue; left in, that wait made an honest dwconv's runs look 125x
+    shorter than the clock said (2.91 µs reported, 366 µs clocked; CI, 2026-12-07 with busy loops on every
+    core). The wait is not a worker's to lower, so an honest reply loses nothing a lying one could use."""
+    waited = (after - before).longest_wait_s if before is not None and after is not None else 0.0
+    return max(wall_s - max(waited, 0.0) - max(own_wait_s, 0.0), 0.0)
 
 
 def _best(clock: Clock, n: int, times: int) -> float | None:

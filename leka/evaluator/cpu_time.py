@@ -5,6 +5,7 @@ timing plausibility check compares the reported work with; the wait says how loa
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -15,9 +16,18 @@ _TICKS = os.sysconf("SC_CLK_TCK")
 class Usage:
     cpu_s: float  # user + system, every thread, and the children it has reaped
     wait_s: float  # runnable but not running (schedstat run_delay), live threads only
+    thread_waits: tuple[tuple[int, float], ...] = ()  # (thread id, its wait); a difference: over the interval
 
     def __sub__(self, before: "Usage") -> "Usage":
-        return Usage(self.cpu_s - before.cpu_s, self.wait_s - before.wait_s)
+        prev = dict(before.thread_waits)
+        return Usage(self.cpu_s - before.cpu_s, self.wait_s - before.wait_s,
+                     tuple((tid, wait - prev.get(tid, 0.0)) for tid, wait in self.thread_waits))
+
+    @property
+    def longest_wait_s(self) -> float:
+        """The longest any one thread waited for a core: a part of the wall clock the worker spent not running.
+        (The sum over threads can exceed the wall clock when a thread pool waits in parallel.)"""
+        return max((wait for _, wait in self.thread_waits), default=0.0)
 
     @property
     def slowdown(self) -> float:
@@ -32,27 +42,40 @@ def _cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / _TICKS
 
 
-def _wait_s(pid: int) -> float:
-    total = 0
+def _thread_wait_s(pid: int, tid: int | str) -> float:
+    with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+        return int(f.read().split()[1]) / 1e9  # ns on a cpu, ns waiting on a runqueue, timeslices
+
+
+def _thread_waits(pid: int) -> list[tuple[int, float]]:
+    waits = []
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[1])  # ns on a cpu, ns waiting on a runqueue, timeslices
+            waits.append((int(tid), _thread_wait_s(pid, tid)))
         except (OSError, IndexError, ValueError):
             continue  # the thread ended, or no schedstat in this kernel
-    return total / 1e9
+    return waits
+
+
+def own_wait_s() -> float:
+    """Seconds the calling thread has sat runnable waiting for a core (0.0 where schedstat is missing)."""
+    try:
+        return _thread_wait_s(os.getpid(), threading.get_native_id())
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def tree_usage(pids: Iterable[int]) -> Usage | None:
     """The sum over the live processes among `pids` (in the sandbox, its pid-namespace init reaps whatever a
     candidate started, so their CPU stays counted); None when none could be read."""
-    cpu = wait = 0.0
+    cpu = 0.0
+    waits: list[tuple[int, float]] = []
     seen = False
     for pid in pids:
         try:
             cpu += _cpu_s(pid)
-            wait += _wait_s(pid)
+            waits += _thread_waits(pid)
             seen = True
         except (OSError, IndexError, ValueError):
             continue
-    return Usage(cpu, wait) if seen else None
+    return Usage(cpu, sum(wait for _, wait in waits), tuple(waits)) if seen else None

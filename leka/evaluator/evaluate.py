@@ -20,7 +20,8 @@ import numpy as np
 from leka.targets import TargetPreset, get_target
 from leka.tasks.task import Task
 
-from .calibrate import SideRounds, size_rounds
+from .calibrate import SideRounds, size_rounds, time_running
+from .cpu_time import own_wait_s
 from .config import EvalConfig
 from .correctness import Verdict, check_outputs, check_timed_runs, inputs_unchanged
 from .floor import run_floor
@@ -243,8 +244,12 @@ class Evaluator:
                 req = {"op": "calibrate", "key": k, "n": n, "arm": arm}
                 if arm:
                     req.update(args=args, timing_inputs=trial.inputs)
+                before, own_before = self.worker.usage(), own_wait_s()
                 ok = self._ask(req, c.run_timeout_s, res, "timing") is not None
-                return self.worker.last_request_s if ok else None
+                after, own_after = self.worker.usage(), own_wait_s()
+                if not ok or self.worker.last_request_s is None:
+                    return None
+                return time_running(self.worker.last_request_s, before, after, own_after - own_before)
             return run
 
         sized = size_rounds(clock(key), clock(bkey), min_run_ms=c.min_run_ms, min_rounds=c.min_rounds,
