@@ -3,6 +3,8 @@ spreads across rounds, "slower" said as such, undecided when the rounds disagree
 or a wide spread."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from leka.optimize.build_job import alternate
@@ -119,3 +121,24 @@ def test_a_short_build_is_timed_warm_after_a_cold_neighbour():
     lat, _host = alternate({"small": build("small", 0.03, 0.0002), "other": build("other", 0.0, 0.003)}, [],
                            rounds=3, min_time_s=0.05)
     assert lat["small"]["median_ms"] < 0.5  # cold first calls counted: (30 + 49 x 0.2) / 50 = 0.8 ms
+
+
+def test_a_batch_waits_for_the_last_builds_spinning_threads():
+    """settle() returns once no other thread of the process runs: at once when all sleep, after a pool's spin
+    (here a thread busy for 80 ms) when one still runs, and never later than its cap."""
+    import threading
+
+    from leka.optimize.build_job import settle
+
+    assert settle() < 0.05
+    stop = time.perf_counter() + 0.08
+    spinner = threading.Thread(target=lambda: [None for _ in iter(lambda: time.perf_counter() < stop, False)])
+    spinner.start()
+    waited = settle()
+    spinner.join()
+    assert 0.06 <= waited < 0.25, waited
+    stop = time.perf_counter() + 1.0
+    spinner = threading.Thread(target=lambda: [None for _ in iter(lambda: time.perf_counter() < stop, False)])
+    spinner.start()
+    assert settle(max_s=0.1) < 0.2  # a thread that never stops: the cap
+    spinner.join()

@@ -42,19 +42,29 @@ def _cpu_s(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / _TICKS
 
 
-def _thread_wait_s(pid: int, tid: int | str) -> float:
+def _schedstat(pid: int, tid: int | str) -> tuple[float, float]:
     with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-        return int(f.read().split()[1]) / 1e9  # ns on a cpu, ns waiting on a runqueue, timeslices
+        run_ns, wait_ns = f.read().split()[:2]  # ns on a cpu, ns waiting on a runqueue, timeslices
+    return int(run_ns) / 1e9, int(wait_ns) / 1e9
+
+
+def _thread_wait_s(pid: int, tid: int | str) -> float:
+    return _schedstat(pid, tid)[1]
 
 
 def _thread_waits(pid: int) -> list[tuple[int, float]]:
-    waits = []
+    return [(tid, wait) for tid, (_run, wait) in thread_times(pid).items()]
+
+
+def thread_times(pid: int) -> dict[int, tuple[float, float]]:
+    """Seconds each live thread of `pid` has run on a core and waited for one, by thread id (schedstat)."""
+    times = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            waits.append((int(tid), _thread_wait_s(pid, tid)))
+            times[int(tid)] = _schedstat(pid, tid)
         except (OSError, IndexError, ValueError):
             continue  # the thread ended, or no schedstat in this kernel
-    return waits
+    return times
 
 
 def own_wait_s() -> float:

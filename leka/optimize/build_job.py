@@ -15,12 +15,14 @@ import os
 import re
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from leka.evaluator.cpu_time import thread_times
 from leka.evaluator.sandbox import thread_priority
 
 _IMPORT_RE = re.compile(r"^(from tvm(\.script)? import .*|import tvm.*)$", re.M)
@@ -90,8 +92,9 @@ def _ort_runner(model_path: str, names: list[str], threads: int) -> Callable[[li
     opts.intra_op_num_threads = threads
     opts.inter_op_num_threads = 1
     opts.log_severity_level = 3
-    # ORT's idle threads spin by default; alternating with TVM on the same cores they would steal its time.
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # ORT's workers spin between parallel sections, as users run it: turned off, every section woke a sleeping
+    # thread, which on a VM cost it up to half its speed (squeezenet1_1: 0.31 ms a call spinning, 0.47 without).
+    # What a spinning pool would steal from the next build's batch is waited out instead (settle).
     sess = ort.InferenceSession(model_path, sess_options=opts, providers=["CPUExecutionProvider"])
     return lambda inputs: list(sess.run(None, dict(zip(names, inputs))))
 
@@ -106,6 +109,12 @@ WARM_CALL_S = 0.05
 # threads asleep, caches cold); 10 ms batches: 1.20 and 0.53, same run
 BATCH_S = 0.01
 RUNNERS = 4  # the builds timed: optimised, tvm-naive, tvm-dlight, ONNX Runtime
+# TVM's pool workers spin for ~150 ms after a parallel call (TVM_THREAD_POOL_SPIN_COUNT, default 300000 yields):
+# they ran on through ONNX Runtime's next batch (its mobilenet_v2 0.66 -> 0.80 ms a call). At 3000 they stop within
+# ~1 ms and still never sleep between the kernels of one call (squeezenet1_1 alone: 0.61 ms a call either way).
+TVM_SPIN_COUNT = "3000"
+SETTLE_MAX_S = 0.25  # the longest wait for the last build's threads to stop running before a batch
+SETTLE_POLL_S = 0.002
 
 
 def round_s(min_time_s: float, runners: int = RUNNERS, rounds: int = ROUNDS) -> float:
@@ -146,7 +155,7 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
     host: dict[str, Any] = {"cores": os.cpu_count() or 1, "load_before": os.getloadavg()[0]}
     # this process's threads (TVM's pool, ORT's) at the evaluator's timing priority, as its kernels are timed
     with thread_priority(os.getpid()):
-        t_start, last_round_s, planned_s = time.perf_counter(), 0.0, 0.0
+        t_start, last_round_s, planned_s, settled = time.perf_counter(), 0.0, 0.0, 0.0
         while True:
             done = len(samples[next(iter(runners))])
             if done == rounds:
@@ -160,9 +169,10 @@ def alternate(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: lis
                     host["cut_short"] = f"{done} of {rounds} rounds: the budget's minutes"
                 break
             t_round = time.perf_counter()
-            _one_round(runners, inputs, number, samples, rng, min_batches, round_len, warm)
+            settled += _one_round(runners, inputs, number, samples, rng, min_batches, round_len, warm)
             last_round_s = time.perf_counter() - t_round
     host["load_after"] = os.getloadavg()[0]
+    host["settle_s"] = round(settled, 3)  # waited for one build's threads to stop before the next batch
     if done > rounds:
         host["extra_rounds"] = done - rounds
     return {n: _stats(v) for n, v in samples.items()}, host
@@ -180,19 +190,37 @@ def _batch_sizes(runners: dict[str, Callable[[list[np.ndarray]], Any]],
     return {n: max(1, int(BATCH_S / max(t, 1e-6))) for n, t in per_call.items()}, per_call
 
 
+def settle(max_s: float = SETTLE_MAX_S) -> float:
+    """Waits until no thread of this process but the caller has run for SETTLE_POLL_S (the last build's pool
+    has stopped spinning: ONNX Runtime's workers run on ~40 ms after a call), at most max_s; the seconds waited."""
+    pid, me, t0 = os.getpid(), threading.get_native_id(), time.perf_counter()
+    before = thread_times(pid)
+    while time.perf_counter() - t0 < max_s:
+        time.sleep(SETTLE_POLL_S)
+        now = thread_times(pid)
+        ran = max((run - before.get(tid, (0.0, 0.0))[0] for tid, (run, _wait) in now.items() if tid != me),
+                  default=0.0)
+        if ran < 0.1 * SETTLE_POLL_S:
+            break
+        before = now
+    return time.perf_counter() - t0
+
+
 def _one_round(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: list[np.ndarray],
                number: dict[str, int], samples: dict[str, list[list[float]]], rng: np.random.Generator,
-               min_batches: int, round_len: float, warm: set[str]) -> None:
-    """One round of batches in fresh random orders, appended to `samples`. A batch of a build in `warm`
-    starts with one untimed call: the build visited before it has evicted its weights from the caches and
-    its threads sleep (ONNX Runtime's 0.47 ms squeezenet: 0.72-0.84 ms in 2 ms batches without it, 0.53-0.65 with)."""
+               min_batches: int, round_len: float, warm: set[str]) -> float:
+    """One round of batches in fresh random orders, appended to `samples`; returns the seconds spent waiting
+    for the previous batch's threads (settle). A batch of a build in `warm` starts with one untimed call: the
+    build visited before it has evicted its weights from the caches and its threads sleep (ONNX Runtime's
+    0.47 ms squeezenet: 0.72-0.84 ms in 2 ms batches without it, 0.53-0.65 with)."""
     order = list(runners)
     for name in order:
         samples[name].append([])
-    t_round, batches = time.perf_counter(), 0
+    t_round, batches, settled = time.perf_counter(), 0, 0.0
     while batches < min_batches or time.perf_counter() - t_round < round_len:
         rng.shuffle(order)
         for name in order:
+            settled += settle()
             if name in warm:
                 runners[name](inputs)
             t0 = time.perf_counter()
@@ -200,6 +228,7 @@ def _one_round(runners: dict[str, Callable[[list[np.ndarray]], Any]], inputs: li
                 runners[name](inputs)
             samples[name][-1].append((time.perf_counter() - t0) / number[name] * 1e3)
         batches += 1
+    return settled
 
 
 SPREAD_FLOOR_MS = 0.005  # rounds differing by less than this are alike whatever their ratio (timer noise)
@@ -245,6 +274,7 @@ def _references(fused: Any, preset: Any, result: dict[str, Any]) -> dict[str, Ca
 def main(job_path: str) -> int:
     job = json.loads(Path(job_path).read_text())
     os.environ["TVM_NUM_THREADS"] = str(job["threads"])
+    os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", TVM_SPIN_COUNT)  # read once, when TVM's pool starts
     from leka.targets import get_target
 
     from .importer import import_model, parse_shapes
