@@ -135,7 +135,7 @@ def ort_ms(model: Path, rounds: int) -> float:
 
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = os.cpu_count() or 1
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    # ORT's workers spin as users run them (turned off, it ran up to 1.5x slower on a 2-vCPU VM: docs/optimize.md)
     sess = ort.InferenceSession(str(model), sess_options=opts, providers=["CPUExecutionProvider"])
     feeds = {i.name: np.random.default_rng(0).standard_normal([d if isinstance(d, int) else 1 for d in i.shape])
              .astype(np.float32) for i in sess.get_inputs()}
