@@ -16,24 +16,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 
-def ort_session(model: str, names: list[str], threads: int, spin: bool) -> Callable[[list[np.ndarray]], Any]:
-    """Like build_job._ort_runner (which lets ONNX Runtime spin), with spinning on or off."""
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads, opts.inter_op_num_threads, opts.log_severity_level = threads, 1, 3
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
-    sess = ort.InferenceSession(model, sess_options=opts, providers=["CPUExecutionProvider"])
-    return lambda inputs: list(sess.run(None, dict(zip(names, inputs))))
-
-
 def retime(artifact: str, model: str, threads: int, time_s: float) -> dict[str, Any]:
-    from leka.optimize.build_job import alternate
+    from leka.optimize.build_job import _ort_runner, alternate
     from leka.optimize.runtime import LoadedArtifact
     from leka.optimize.timing_verdict import verdict
 
@@ -42,8 +31,8 @@ def retime(artifact: str, model: str, threads: int, time_s: float) -> dict[str, 
     arrays = {s["name"]: rng.standard_normal(s["shape"]).astype(s["dtype"]) for s in art.manifest["inputs"]}
     inputs, names = art.inputs(arrays), [s["name"] for s in art.manifest["inputs"]]
     runners = {"optimized": lambda x: art._call(x),
-               "onnxruntime": ort_session(model, names, threads, spin=True),
-               "onnxruntime-nospin": ort_session(model, names, threads, spin=False)}
+               "onnxruntime": _ort_runner(model, names, threads),
+               "onnxruntime-nospin": _ort_runner(model, names, threads, spin=False)}
     err = max(float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
               for a, b in zip(runners["optimized"](inputs), runners["onnxruntime"](inputs)))
     lat, host = alternate(runners, inputs, min_time_s=time_s)

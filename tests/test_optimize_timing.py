@@ -26,7 +26,8 @@ def test_alternate_reports_each_round():
             calls[name] += 1
         return run
 
-    lat, host = alternate({"a": runner("a"), "b": runner("b")}, [], rounds=4, min_time_s=0.02)
+    # rounds of 0.1 x 2 / 4 s outlast a visit (two 10 ms batches), so each makes its 3 batches by design
+    lat, host = alternate({"a": runner("a"), "b": runner("b")}, [], rounds=4, min_time_s=0.1)
     assert set(lat) == {"a", "b"} and host["cores"] >= 1 and "load_before" in host and "load_after" in host
     for r in lat.values():
         assert r["rounds"] == 4 and len(r["round_ms"]) == 4 and r["batches"] >= 4 * 3
@@ -58,7 +59,9 @@ def test_a_build_that_outlasts_the_round_is_visited_once_a_round():
     lat, _host = alternate({"slow": lambda _i: time.sleep(0.05), "fast": lambda _i: None}, [], rounds=3,
                            min_time_s=0.01)
     assert lat["slow"]["rounds"] == 3 and lat["slow"]["batches"] == 3
-    lat, _host = alternate({"a": lambda _i: None, "b": lambda _i: None}, [], rounds=3, min_time_s=0.01)
+    # a round (0.1 x 2 / 3 s) outlasting a visit (two 10 ms batches); at min_time_s=0.01 it did not, and three
+    # batches a round came only from rounds filling their time, which the waits between batches now take
+    lat, _host = alternate({"a": lambda _i: None, "b": lambda _i: None}, [], rounds=3, min_time_s=0.1)
     assert lat["a"]["batches"] >= 3 * MIN_BATCHES
 
 

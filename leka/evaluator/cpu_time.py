@@ -48,14 +48,6 @@ def _schedstat(pid: int, tid: int | str) -> tuple[float, float]:
     return int(run_ns) / 1e9, int(wait_ns) / 1e9
 
 
-def _thread_wait_s(pid: int, tid: int | str) -> float:
-    return _schedstat(pid, tid)[1]
-
-
-def _thread_waits(pid: int) -> list[tuple[int, float]]:
-    return [(tid, wait) for tid, (_run, wait) in thread_times(pid).items()]
-
-
 def thread_times(pid: int) -> dict[int, tuple[float, float]]:
     """Seconds each live thread of `pid` has run on a core and waited for one, by thread id (schedstat)."""
     times = {}
@@ -70,7 +62,7 @@ def thread_times(pid: int) -> dict[int, tuple[float, float]]:
 def own_wait_s() -> float:
     """Seconds the calling thread has sat runnable waiting for a core (0.0 where schedstat is missing)."""
     try:
-        return _thread_wait_s(os.getpid(), threading.get_native_id())
+        return _schedstat(os.getpid(), threading.get_native_id())[1]
     except (OSError, IndexError, ValueError):
         return 0.0
 
@@ -84,7 +76,7 @@ def tree_usage(pids: Iterable[int]) -> Usage | None:
     for pid in pids:
         try:
             cpu += _cpu_s(pid)
-            waits += _thread_waits(pid)
+            waits += [(tid, wait) for tid, (_run, wait) in thread_times(pid).items()]
             seen = True
         except (OSError, IndexError, ValueError):
             continue

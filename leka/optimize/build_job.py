@@ -85,7 +85,8 @@ def _vm_runner(exe: Any) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
     return VMCall(relax.VirtualMachine(exe, dev)["main"], dev)
 
 
-def _ort_runner(model_path: str, names: list[str], threads: int) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
+def _ort_runner(model_path: str, names: list[str], threads: int,
+               spin: bool = True) -> Callable[[list[np.ndarray]], list[np.ndarray]]:
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
@@ -95,6 +96,9 @@ def _ort_runner(model_path: str, names: list[str], threads: int) -> Callable[[li
     # ORT's workers spin between parallel sections, as users run it: turned off, every section woke a sleeping
     # thread, which on a VM cost it up to half its speed (squeezenet1_1: 0.31 ms a call spinning, 0.47 without).
     # What a spinning pool would steal from the next build's batch is waited out instead (settle).
+    # (spin=False: as the comparison ran ORT before eeb2029, for experiments/retime_artifacts.py)
+    if not spin:
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(model_path, sess_options=opts, providers=["CPUExecutionProvider"])
     return lambda inputs: list(sess.run(None, dict(zip(names, inputs))))
 
