@@ -259,24 +259,82 @@ def _stats(per_round: list[list[float]]) -> dict[str, Any]:
             "batches": sum(len(v) for v in per_round)}
 
 
-def _references(fused: Any, preset: Any, result: dict[str, Any]) -> dict[str, Callable[[list[np.ndarray]], Any]]:
-    """The default (tvm-naive) and tvm-dlight builds the optimised one is timed against. They are for comparison
-    only: one that fails to build is left out and named in result["references_failed"] (before, a dlight error
-    failed the whole build job and was blamed on the winners: bisected until the minutes ran out)."""
-    from leka.errors import one_line
+# a comparison build's compile, at most: dlight's CPU rules on inception_v3's 1x7/7x1 convolutions take 190 s of
+# LLVM (naive: 2 s), which ran the model's whole --budget minutes=10 out with nothing written
+REFERENCE_MAX_S = 300.0
+REFERENCE_SHARE = 0.5  # of the time left before the job's deadline, what one comparison build's compile may take
+REFERENCE_MIN_S = 1.0  # less left than this: not tried
+REFERENCES = ("tvm-naive", "tvm-dlight")
 
-    makers = {"tvm-naive": lambda: fused, "tvm-dlight": lambda: with_dlight(fused, preset.tvm_target())}
+
+def _references(job: dict[str, Any], job_path: str,
+                result: dict[str, Any]) -> dict[str, Callable[[list[np.ndarray]], Any]]:
+    """The default (tvm-naive) and tvm-dlight builds the optimised one is timed against. They are for comparison
+    only: each is compiled in a process of its own under a time bound (a share of what is left before the job's
+    deadline, at most REFERENCE_MAX_S) and exported to job["refs_dir"], where a later try of the same model (the
+    default build after a withheld one, a bisected build) finds it; one that fails or is cut off is left out and
+    named in result["references_failed"] (before, a dlight error failed the whole build job and was blamed on the
+    winners: bisected until the minutes ran out)."""
+    import tvm
+
     runners = {}
-    for name, make in makers.items():
-        try:
-            runners[name] = _vm_runner(compile_model(make(), preset))
-        except Exception as e:  # noqa: BLE001 - a baseline's build error is recorded, the artifact goes on
-            result.setdefault("references_failed", {})[name] = one_line(e, 300)
+    refs = Path(job["refs_dir"])
+    refs.mkdir(parents=True, exist_ok=True)
+    for name in REFERENCES:
+        lib = refs / f"{name}.so"
+        why = None if lib.exists() else _compile_reference(job, job_path, name, lib)
+        if why is None:
+            runners[name] = _vm_runner(tvm.runtime.load_module(str(lib)))
+        else:
+            result.setdefault("references_failed", {})[name] = why
     return runners
 
 
-def main(job_path: str) -> int:
+def _compile_reference(job: dict[str, Any], job_path: str, name: str, lib: Path) -> str | None:
+    """Compiles one comparison build into `lib` in a child process; why it is not there, or None."""
+    import subprocess
+
+    deadline = job.get("deadline")
+    bound = REFERENCE_MAX_S if deadline is None else min(REFERENCE_MAX_S, REFERENCE_SHARE * (deadline - time.time()))
+    if bound < REFERENCE_MIN_S:
+        return "not built: the budget's minutes had run out"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "leka.optimize.build_job", job_path, "--reference", name,
+                               str(lib)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=bound)
+    except subprocess.TimeoutExpired:
+        return (f"not built: its compile was cut off after {bound:.0f} s (half the time the budget's minutes left, "
+                f"at most {REFERENCE_MAX_S:.0f} s)")
+    if proc.returncode != 0 or not lib.exists():
+        lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+        return f"its build failed: {lines[-1] if lines else f'exit {proc.returncode}'}"[:300]
+    return None
+
+
+def _export_reference(job: dict[str, Any], name: str, lib: str) -> int:
+    """The child of _compile_reference: one comparison build compiled and exported (renamed into place whole)."""
+    from leka.errors import one_line
+    from leka.targets import get_target
+
+    from .importer import import_model, parse_shapes
+
+    preset = get_target(job["target"])
+    try:
+        _loaded, fused = import_model(job["model"], parse_shapes(job.get("shapes")), fused_rnn=preset.family == "cpu")
+        mod = fused if name == "tvm-naive" else with_dlight(fused, preset.tvm_target())
+        part = f"{lib}.part.so"
+        compile_model(mod, preset).export_library(part)
+        os.replace(part, lib)
+    except Exception as e:  # noqa: BLE001 - the parent records the line; the artifact goes on without this build
+        print(one_line(e, 300), file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(job_path: str, *reference: str) -> int:
+    """The build job; with `--reference NAME LIB`, the child that compiles one comparison build."""
     job = json.loads(Path(job_path).read_text())
+    if reference:
+        return _export_reference(job, reference[1], reference[2])
     os.environ["TVM_NUM_THREADS"] = str(job["threads"])
     os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", TVM_SPIN_COUNT)  # read once, when TVM's pool starts
     from leka.targets import get_target
@@ -302,7 +360,7 @@ def main(job_path: str) -> int:
                 for i, o in enumerate(run_opt([arrays[f"{s}:{n}"] for n in names]))}
         np.savez(job["outputs"], allow_pickle=False, **outs)
         if job.get("time"):
-            runners = {"optimized": run_opt, **_references(fused, preset, result),
+            runners = {"optimized": run_opt, **_references(job, job_path, result),
                        "onnxruntime": _ort_runner(job["model"], names, int(job["threads"]))}
             result["latency"], result["latency_host"] = alternate(runners, [arrays[f"0:{n}"] for n in names],
                                                                   min_time_s=float(job.get("min_time_s", 1.0)),
@@ -312,4 +370,4 @@ def main(job_path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:]))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from .remote import REMOTE_STEPS
 from .view import OptimizeView
 
 DEFAULT_BUDGET = "minutes=10"
+REFS_DIR = ".refs"  # in the staging folder: the comparison builds, compiled once for every try (build_job)
 DEADLINE_MARGIN_S = 10.0  # the build job stops timing this long before the whole run's deadline
 
 
@@ -274,6 +276,7 @@ def _build_and_write(opts: OptimizeOptions, loaded: LoadedModel, profs: list[Ker
         if withheld:  # what ships is never slower than the default build: that build, verified and timed
             view.say(f"{withheld}: writing the default build instead")
             result, verification = attempt([], True)
+        shutil.rmtree(tmp / REFS_DIR, ignore_errors=True)  # the comparison builds do not ship
         _write_check(tmp, loaded, sets, expected)
         manifest = build_manifest(opts, loaded, profs, decisions, preset, run_id, whole, result, verification, clock.t0,
                                   note)
@@ -340,8 +343,6 @@ def _threads(preset: Any) -> int:
 def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, replace: dict[str, str],
                    sets: list[list[np.ndarray]], tmp: Path, clock: WholeRun,
                    timed: bool = True) -> tuple[dict[str, Any], dict[str, np.ndarray] | None]:
-    import shutil
-
     work = tmp / ".build"
     shutil.rmtree(work, ignore_errors=True)  # a failed try before this one (fallback.settle) left its own
     work.mkdir()
@@ -353,7 +354,7 @@ def _run_build_job(opts: OptimizeOptions, loaded: LoadedModel, preset: Any, repl
            "export": str(tmp / LIBRARY), "inputs": str(work / "inputs.npz") if runnable else None,
            "outputs": str(work / "outputs.npz"), "input_names": [i.name for i in loaded.inputs],
            "n_sets": len(sets), "threads": _threads(preset), "time": timed and opts.time_s > 0, "min_time_s": opts.time_s,
-           "result": str(work / "result.json")}
+           "result": str(work / "result.json"), "refs_dir": str(tmp / REFS_DIR)}
     left = clock.left_s()
     if left is not None:  # the timing starts no round past it; the margin is for checking and writing OUT
         job["deadline"] = time.time() + left - max(DEADLINE_MARGIN_S, 0.05 * left)
