@@ -107,7 +107,10 @@ def main() -> int:
     (out / "models").mkdir(parents=True, exist_ok=True)
     db = args.db or str(out / "tuning.db")
     print(f"load average before: {os.getloadavg()}; cores: {os.cpu_count()}; budget {args.budget}", flush=True)
-    rows = [optimize_one(n, models[n](out / "models"), out, args, db) for n in names]
+    rows: list[dict] = []
+    for n in names:  # results.json after each model: a later one's crash or a stop loses none before it
+        rows.append(optimize_one(n, models[n](out / "models"), out, args, db))
+        (out / "results.json").write_text(json.dumps({"budget": args.budget, "notes": notes, "rows": rows}, indent=2))
     print(f"load average after: {os.getloadavg()}")
     (out / "results.json").write_text(json.dumps({"budget": args.budget, "notes": notes, "rows": rows}, indent=2))
     table = render(rows, args.budget, notes)

@@ -78,15 +78,21 @@ def optimize_one(name: str, model: Path, out: Path, args: argparse.Namespace, db
            "kernels_replaced": sum(1 for k in m["kernels"] if k["decision"].endswith("replaced")),
            "kernels": len(m["kernels"]), "budget_spent": m["budget"]["spent"],
            "max_abs_err": m["verification"].get("max_abs_err"), "load_after": os.getloadavg()[0]}
+    row["references_failed"] = m.get("references_failed") or {}  # a comparison build not built: no ratio to it
     for base in ("onnxruntime", "tvm-naive", "tvm-dlight"):
-        row[f"opt/{base}"] = lat["optimized"] / lat[base]
+        row[f"opt/{base}"] = lat["optimized"] / lat[base] if base in lat else None
     print(f"   {_line(row)}", flush=True)
     return row
 
 
+def _ms(lat: dict, name: str) -> str:
+    """A build's ms, or '-' when it was not built (the manifest's references_failed says why)."""
+    return f"{lat[name]:.3f}" if name in lat else "-"
+
+
 def _line(r: dict) -> str:
     lat = r["latency_ms"]
-    return (f"optimized {lat['optimized']:.3f} ms | naive {lat['tvm-naive']:.3f} | dlight {lat['tvm-dlight']:.3f} | "
+    return (f"optimized {lat['optimized']:.3f} ms | naive {_ms(lat, 'tvm-naive')} | dlight {_ms(lat, 'tvm-dlight')} | "
             f"ORT {lat['onnxruntime']:.3f} | opt/ORT {r['opt/onnxruntime']:.2f} | "
             f"{r['kernels_replaced']}/{r['kernels']} kernels replaced | {r['wall_s'] / 60:.1f} min")
 
@@ -101,8 +107,9 @@ def _table(rows: list[dict], args: argparse.Namespace) -> str:
             lines.append(f"| {r['model']} | failed: {r['error']} |||||||| {r['wall_s'] / 60:.1f} |")
             continue
         lat = r["latency_ms"]
-        lines.append(f"| {r['model']} | {lat['optimized']:.3f} | {lat['tvm-naive']:.3f} | {lat['tvm-dlight']:.3f} | "
-                     f"{lat['onnxruntime']:.3f} | {r['opt/onnxruntime']:.2f} | {r['opt/tvm-naive']:.2f} | "
+        naive = f"{r['opt/tvm-naive']:.2f}" if r["opt/tvm-naive"] is not None else "-"
+        lines.append(f"| {r['model']} | {lat['optimized']:.3f} | {_ms(lat, 'tvm-naive')} | {_ms(lat, 'tvm-dlight')} | "
+                     f"{lat['onnxruntime']:.3f} | {r['opt/onnxruntime']:.2f} | {naive} | "
                      f"{r['kernels_replaced']}/{r['kernels']} | {r['wall_s'] / 60:.1f} |")
     return "\n".join(lines) + "\n"
 

@@ -217,3 +217,24 @@ def test_pointwise_tiles_on_rows_the_vector_does_not_divide_are_correct(evaluato
     for ir in irs:
         res = evaluator.evaluate(task, ir.to_tvmscript("host-cpu"), measure=False)
         assert res.compiled and res.correct, (ir.notes["knobs"], res.failure, res.error)
+
+
+def test_pointwise_tile_on_28_wide_rows_keeps_its_accumulators_in_registers(evaluator):
+    """28-wide rows make the row-aligned pixel tile 112 pixels (7 vectors of 16): 8 channels x 7 vectors spilled
+    (ResNet-50's 512->128 1x1 on 28x28 ran 9 GFLOP/s); the channels per tile shrink to 8 accumulator vectors at most."""
+    task = _fused_conv_bias_relu(ci=32, co=16, hw=28, k=1)
+    irs = cpu_pointwise_conv.apply(_context(task))
+    assert irs
+    for ir in irs:
+        splits = [s.args["factors"][-1] for s in ir.schedule.steps if s.op == "split"]
+        pixels, channels = splits[0], splits[1]
+        assert pixels % 28 == 0 and channels * -(-pixels // 16) <= 8  # 16-lane vectors: 8 zmm, (ir.notes["knobs"], splits)
+    res = evaluator.evaluate(task, irs[0].to_tvmscript("host-cpu"), measure=False)
+    assert res.compiled and res.correct, (res.failure, res.error)
+
+
+def test_pointwise_loop_order_streams_the_smaller_tensor():
+    """The first variant (what the quick pass takes) puts pixels outermost when the input outweighs the weight."""
+    wide = cpu_pointwise_conv.apply(_context(_fused_conv_bias_relu(ci=64, co=16, hw=16, k=1)))  # 256 px > 16 co
+    deep = cpu_pointwise_conv.apply(_context(_fused_conv_bias_relu(ci=64, co=512, hw=16, k=1)))  # 256 px < 512 co
+    assert wide[0].notes["knobs"]["outer"] == "pixels" and deep[0].notes["knobs"]["outer"] == "channels"

@@ -5,8 +5,9 @@ output, so they are fused before tiling: the vector runs along p (16 fp32 lanes)
 row (8x8, 16x16 maps) as the generic conv tile must; maps whose pixel count the vector width does not
 divide are declined (measured slower than that tile). The register tile is (reg output channels) x
 (vecs vectors of pixels), the whole input-channel reduction runs inside it, each input vector is reused
-by `reg` channels and each weight is broadcast; the outer (channel-block, pixel-block) loops are
-parallel, the accumulator tile is written back
+by `reg` channels and each weight is broadcast (fewer channels where whole rows make the tile many
+vectors: MAX_ACCUMULATOR_BYTES); the outer (channel-block, pixel-block) loops are parallel, listed first in
+the order that re-reads the smaller tensor (knob_order), the accumulator tile is written back
 with the fused epilogue (bias, relu, residual add) inlined there. Declines anything else: kernels wider than
 1x1, strided or padded inputs (the input's spatial extent differs from the output's), NHWC (there the output
 channels are contiguous and cpu.conv_register_tile already vectorises them), depthwise/grouped convolutions.
@@ -26,6 +27,11 @@ from .cpu_multi_gemm import fit
 
 NAME = "cpu.pointwise_conv"
 # (output channels in the tile, pixel vectors per tile row, which outer loop is outermost): 8 x 16 fp32 = 8 zmm
+# the accumulator tile (channels x pixel vectors) at most: 8 AVX-512 registers. On 512x128 28x28 (znver4, 2
+# threads) the 112-pixel row-aligned tile (7 zmm) with 8 channels ran 10.7 ms (9 GFLOP/s), with 2: 4.7, with 1:
+# 2.3; one 16-pixel vector x 8 channels on 16-wide maps ~230 GFLOP/s (experiments/pointwise_order.py). NEON's
+# 3 x 8 q-register tiles on 6x6 maps (384 bytes) are as before (not measured here)
+MAX_ACCUMULATOR_BYTES = 8 * 64
 KNOBS = ({"reg": 8, "vecs": 1, "outer": "channels"}, {"reg": 4, "vecs": 2, "outer": "channels"},
          {"reg": 8, "vecs": 2, "outer": "pixels"}, {"reg": 4, "vecs": 1, "outer": "pixels"})
 
@@ -95,8 +101,12 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: PointwiseAxes, 
     lanes = lanes_for(ctx.facts, b.dtype_bits)
     loops = sk.loops(b.name)
     pix = sk.do("fuse", loops=[loops[axes.rows], loops[axes.cols]])[0]
-    p0, p1 = sk.do("split", loop=pix, factors=[None, row_aligned_tile(axes, b.extents[axes.cols], lanes * kn["vecs"])])
-    c0, c1 = sk.do("split", loop=loops[axes.channel], factors=[None, fit(b.extents[axes.channel], kn["reg"])])
+    tile = row_aligned_tile(axes, b.extents[axes.cols], lanes * kn["vecs"])
+    p0, p1 = sk.do("split", loop=pix, factors=[None, tile])
+    # a row-aligned tile can be many vectors (28- and 56-wide rows: 112 pixels, 7 vectors): fewer channels then
+    fits = MAX_ACCUMULATOR_BYTES // (-(-tile // lanes) * lanes * b.dtype_bits // 8)
+    reg = min(kn["reg"], 1 << max(0, fits.bit_length() - 1))  # a power of two: `fit` halves to a divisor
+    c0, c1 = sk.do("split", loop=loops[axes.channel], factors=[None, fit(b.extents[axes.channel], reg)])
     others = [loops[i] for i in b.spatial if i not in (axes.channel, axes.rows, axes.cols)]
     red = [loops[i] for i in b.reduce]
     outer = others + ([c0, p0] if kn["outer"] == "channels" else [p0, c0])
@@ -124,9 +134,19 @@ def finish_gemm_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, outer: list[str
     sk.do("decompose_reduction", block=b.name, loop=first_red)
 
 
+def knob_order(axes: PointwiseAxes, b: BlockInfo) -> list[dict]:
+    """KNOBS, the loop order that re-reads the smaller tensor first (what the quick pass and a search's first
+    step take). Channels outermost, every channel block streams the whole input (in_channels x pixels); pixels
+    outermost, every pixel block streams the whole weight (out_channels x in_channels): ResNet-50's 512->128
+    1x1 on 28x28 (a 1.6 MB input, a 256 KB weight) ran 11 ms channels-outer, 9 GFLOP/s
+    (experiments/pointwise_order.py)."""
+    pixels_first = axes.pixels > b.extents[axes.channel]  # input (ci x pixels) larger than weight (co x ci)
+    return sorted(KNOBS, key=lambda kn: (kn["outer"] == "pixels") != pixels_first)
+
+
 def apply(ctx: RuleContext) -> list[CandidateIR] | None:
     main = single_reduction(ctx)
     if main is None:
         return None
     axes = pointwise_axes(ctx, main)
-    return tile_variants(ctx, main, axes, list(KNOBS), NAME, tile=build_tile) if axes is not None else None
+    return tile_variants(ctx, main, axes, knob_order(axes, main), NAME, tile=build_tile) if axes is not None else None
