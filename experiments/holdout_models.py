@@ -133,7 +133,9 @@ def render(rows: list[dict], budget: str, notes: list[str]) -> str:
     ratios = []
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['model']} | failed: {r['error'][:200]} |||||||| {r['wall_s'] / 60:.1f} |")
+            what = "built, verified (max abs err " + \
+                f"{max((r['max_abs_err'] or {}).values(), default=float('nan')):.2g}), " if r.get("built") else "failed: "
+            lines.append(f"| {r['model']} | {what}{r['error'][:200]} |||||||| {r['wall_s'] / 60:.1f} |")
             continue
         lat = r["latency_ms"]
         r["default/onnxruntime"] = lat["tvm-naive"] / lat["onnxruntime"] if "tvm-naive" in lat else None
@@ -145,7 +147,8 @@ def render(rows: list[dict], budget: str, notes: list[str]) -> str:
     if ratios:
         geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         lines += ["", f"{sum(x <= 1.0 for x in ratios)}/{len(rows)} models at opt/ORT <= 1.0; geomean opt/ORT "
-                      f"{geo:.2f} over the {len(ratios)} that built; {len(rows) - len(ratios)} failed"]
+                      f"{geo:.2f} over the {len(ratios)} timed; {sum(1 for r in rows if r.get('built') and 'error' in r)} "
+                      f"built but not timed; {sum(1 for r in rows if 'error' in r and not r.get('built'))} failed"]
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines) + "\n"
 

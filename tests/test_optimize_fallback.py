@@ -163,3 +163,23 @@ def test_a_comparison_build_that_runs_away_is_cut_off(tmp_path, monkeypatch):
     assert "cut off" in result["references_failed"]["tvm-naive"]
     assert result["references_failed"]["tvm-dlight"].startswith("not built: ")
     assert not list((tmp_path / "refs").glob("*.so"))
+
+
+def test_a_comparison_cut_at_the_deadline_still_writes_the_verified_build(tmp_path, monkeypatch):
+    """light_vgg19 at minutes=10: the end-to-end comparison's first round (its default build takes seconds a call)
+    ran past the whole run's deadline and nothing was written. The build job leaves its untimed result before
+    timing; stopped at the deadline, the verified build is written with the reason it is not timed."""
+    from leka.optimize import pipeline
+    from leka.optimize.clock import WholeRun
+
+    monkeypatch.setattr(pipeline, "_decide", lambda *a: ({}, None, "test"))
+    monkeypatch.setattr(WholeRun, "tuning_minutes", lambda self, *a, **k: 0.0)  # the test is the build's end
+    model, out = _fc_dropout_model(tmp_path / "fc.onnx"), tmp_path / "fc.leka"
+    # a round of 60 x 4 / 5 = 48 s cannot end before the run's 18 s do
+    rc = main(["optimize", str(model), "-o", str(out), "--db", str(tmp_path / "t.db"), "--time-s", "60",
+               "--budget", "minutes=0.3", "--quiet"])
+    assert rc == 0
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["verification"]["status"] == "passed" and not m["latency"]
+    assert "did not finish before the budget's minutes ran out" in m["latency_cut"]
+    assert not (out / ".refs").exists() and not (out / ".build").exists()

@@ -134,12 +134,23 @@ def test_a_batch_waits_for_the_last_builds_spinning_threads():
     from leka.optimize.build_job import settle
 
     assert settle() < 0.05
-    stop = time.perf_counter() + 0.08
-    spinner = threading.Thread(target=lambda: [None for _ in iter(lambda: time.perf_counter() < stop, False)])
-    spinner.start()
-    waited = settle()
-    spinner.join()
-    assert 0.06 <= waited < 0.25, waited
+
+    def spin_for(seconds: float) -> float:
+        stop = time.perf_counter() + seconds
+        spinner = threading.Thread(target=lambda: [None for _ in iter(lambda: time.perf_counter() < stop, False)])
+        spinner.start()
+        waited = settle()
+        spinner.join()
+        return waited
+
+    # on a loaded host the spinner can sit runnable without a core for 2 ms, which settle rightly reads as idle:
+    # the best of three tries (a settle that never waits fails all three)
+    waits = []
+    for _ in range(3):
+        waits.append(spin_for(0.08))
+        if 0.06 <= waits[-1] < 0.25:
+            break
+    assert 0.06 <= waits[-1] < 0.25, waits
     stop = time.perf_counter() + 1.0
     spinner = threading.Thread(target=lambda: [None for _ in iter(lambda: time.perf_counter() < stop, False)])
     spinner.start()

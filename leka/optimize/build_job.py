@@ -265,6 +265,8 @@ REFERENCE_MAX_S = 300.0
 REFERENCE_SHARE = 0.5  # of the time left before the job's deadline, what one comparison build's compile may take
 REFERENCE_MIN_S = 1.0  # less left than this: not tried
 REFERENCES = ("tvm-naive", "tvm-dlight")
+LATENCY_CUT = ("not timed: the end-to-end comparison did not finish before the budget's minutes ran out (the build "
+               "was verified; time it with more minutes)")
 
 
 def _references(job: dict[str, Any], job_path: str,
@@ -359,14 +361,22 @@ def main(job_path: str, *reference: str) -> int:
         outs = {f"{s}:{i}": o for s in range(n_sets)
                 for i, o in enumerate(run_opt([arrays[f"{s}:{n}"] for n in names]))}
         np.savez(job["outputs"], allow_pickle=False, **outs)
-        if job.get("time"):
+        if job.get("time"):  # what the parent keeps if it must stop the timing at the budget's deadline
+            _write_result(job, {**result, "latency_cut": LATENCY_CUT})
             runners = {"optimized": run_opt, **_references(job, job_path, result),
                        "onnxruntime": _ort_runner(job["model"], names, int(job["threads"]))}
             result["latency"], result["latency_host"] = alternate(runners, [arrays[f"0:{n}"] for n in names],
                                                                   min_time_s=float(job.get("min_time_s", 1.0)),
                                                                   deadline=job.get("deadline"))
-    Path(job["result"]).write_text(json.dumps(result))
+    _write_result(job, result)
     return 0
+
+
+def _write_result(job: dict[str, Any], result: dict[str, Any]) -> None:
+    """JOB's result file, replaced whole (the parent may stop this process at any moment and read it)."""
+    part = Path(f"{job['result']}.part")
+    part.write_text(json.dumps(result))
+    os.replace(part, job["result"])
 
 
 if __name__ == "__main__":

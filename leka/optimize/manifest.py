@@ -63,6 +63,7 @@ def build_manifest(opts: Any, loaded: Any, profs: list[KernelProfile], decisions
             "build_s": result.get("build_s"), "latency": result.get("latency"),
             "latency_host": result.get("latency_host"), "latency_threads": _threads(preset),
             "references_failed": result.get("references_failed", {}),  # comparison builds that did not build
+            "latency_cut": result.get("latency_cut"),  # why there is no end-to-end comparison, when it was cut
             "prepacked": result.get("prepacked", []),  # kernels whose weight packing ran at build time (prepack.py)
             "verification": verification, "wall_s": time.monotonic() - t0,
             "tuning_note": None if preset.runnable or opts.remote else f"kernels not tuned: {build_only_why(preset)}"}

@@ -69,6 +69,8 @@ def summary_lines(manifest: dict[str, Any]) -> list[str]:
     from .timing_verdict import warnings
 
     lines += [f"warning: {w}" for w in warnings(m.get("latency"), m.get("latency_host"))]
+    if m.get("latency_cut"):
+        lines.append(m["latency_cut"])
     lines += [f"not timed: the {name} build (for comparison only): {why[:200]}"
               for name, why in (m.get("references_failed") or {}).items()]
     lines += [f"dropped {d['kernel']} (default kept): the model's build failed with its winner: {d['why'][:200]}"
