@@ -151,8 +151,10 @@ def test_a_batch_waits_for_the_last_builds_spinning_threads():
         if 0.06 <= waits[-1] < 0.25:
             break
     assert 0.06 <= waits[-1] < 0.25, waits
-    stop = time.perf_counter() + 1.0
+    stop = time.perf_counter() + 2.0
     spinner = threading.Thread(target=lambda: [None for _ in iter(lambda: time.perf_counter() < stop, False)])
     spinner.start()
-    assert settle(max_s=0.1) < 0.2  # a thread that never stops: the cap
+    # a thread that never stops: settle returns at its cap, long before the spinner ends (the margin is for this
+    # thread waiting for a core behind the spinner and the suite's leftover threads: 0.208 s seen in a full run)
+    assert settle(max_s=0.1) < 1.0
     spinner.join()
