@@ -132,3 +132,61 @@ def test_the_worker_memory_limit_grows_with_the_kernels_arguments(monkeypatch):
     assert eval_config([spec(0.3)], measure=False).measure is False
     host_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
     assert eval_config([spec(100.0)]).mem_limit_gb <= max(base, 0.75 * host_gb)
+
+
+class _Clocked:
+    """A stand-in evaluator: every evaluation takes `step_s` on a fake clock; the kernels named in `losers` lose."""
+
+    def __init__(self, clock: list[float], step_s: float, losers: set[str]):
+        self.clock, self.step_s, self.losers, self.calls = clock, step_s, losers, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def evaluate(self, task, src):
+        from types import SimpleNamespace
+
+        self.calls.append(task.id)
+        self.clock[0] += self.step_s
+        lost = any(name in task.id for name in self.losers)
+        res = {"correct": True, "speedup": 1.0 if lost else 5.0, "rounds": 7, "spread": 0.01,
+               "baseline_spread": 0.01, "candidate_ms": 1.0, "baseline_ms": 5.0}
+        return SimpleNamespace(to_json=lambda: res)
+
+
+def _clocked_quick(monkeypatch, minutes: float | None, losers: set[str]):
+    import time as real_time
+    from types import SimpleNamespace
+
+    import leka.executors.base as base
+    import leka.optimize.tune as tune
+
+    clock = [1000.0]
+    ev = _Clocked(clock, 10.0, losers)
+    monkeypatch.setattr(base, "evaluator_for", lambda *a, **k: ev)
+    monkeypatch.setattr(tune, "time", SimpleNamespace(time=lambda: clock[0], monotonic=real_time.monotonic))
+    specs = [_spec(f"k{i}") for i in range(3)]
+    return run_quick(QuickJob(specs, "host-cpu", "test-run", None, minutes=minutes)), ev.calls
+
+
+def test_quick_pass_judges_every_kernels_first_candidate_before_any_second(monkeypatch):
+    """light_densenet121 (253 kernels, minutes=10): judging both candidates of each kernel in turn reached 26
+    kernels, the rest kept default builds 15-100x slower; expect: the first sweep gives each kernel its first
+    candidate, the second sweep the next ones, kernels whose first candidate did not win first."""
+    winners, calls = _clocked_quick(monkeypatch, None, losers={"k1"})
+    firsts, seconds = calls[:3], calls[3:]
+    assert [c.split("-")[1] for c in firsts] == ["k0", "k1", "k2"]
+    assert [c.split("-")[1] for c in seconds][0] == "k1"  # no winner yet: its next candidate comes first
+    by_name = {w.task_id.split("-")[1]: w for w in winners}
+    assert by_name["k1"].source is None and by_name["k0"].source is not None
+    assert len(calls) == sum(len(w.detail["candidates"]) for w in winners) > 3
+
+
+def test_quick_pass_out_of_time_after_the_first_sweep_keeps_each_first_verdict(monkeypatch):
+    winners, calls = _clocked_quick(monkeypatch, 25 / 60, losers=set())  # 3 evaluations of 10 s: past 25 s
+    assert len(calls) == 3 and len(winners) == 3
+    assert all(len(w.detail["candidates"]) == 1 and w.source is not None for w in winners)
+    assert all(w.detail["how"]["pass"] == "quick" for w in winners)
