@@ -425,3 +425,19 @@ def test_partition_borders_annotates_reflect_padded_stencils():
     for other in ("ex-softmax-512x384", "l1-adaptive_avgpool2d_nchw-256x13x13x6", "l1-depth_to_pointcloud-120x160"):
         t = get_task(other)
         assert cpu_partition_borders.apply(RuleContext.build(t, CandidateIR.initial(t), get_target("host-cpu"), [])) is None
+
+
+FIRSTS = EXAMPLES + ["l1-mahalanobis_distance-256x64", "l2-pca_reconstruction_error-1024x32x4",
+                     "l2-memory_bank_cosine_score-64x1024x128", "l1-gaussian_blur_5x5_f32-240x320x3",
+                     "l1-ewma_zscore_stream-8x1024", "l2-dense_bn_relu-1x640x128-f16",
+                     "l1-conv2d_3x3_s1_nhwc_i8acc-8x8x64x64-i8", "l2-conv2d_1x1_i8_requant_nhwc-7x7x576x96-i8"]
+
+
+@pytest.mark.parametrize("task_id", FIRSTS)
+def test_a_first_proposal_alone_is_the_first_of_several(task_id):
+    """The quick pass asks every kernel of a model for its first candidate alone (k=1: the proposer stops at the
+    first rule whose first variant validates; light_densenet121's kernels spent 1.2-1.5 s each when every rule
+    ran); expect: the same IR and origin as the first of a request for several (tasks of different rules)."""
+    alone, several = _propose(task_id, k=1), _propose(task_id, k=3)
+    assert [p.ir.hash() for p in alone] == [p.ir.hash() for p in several[:1]]
+    assert [p.meta for p in alone] == [p.meta for p in several[:1]]

@@ -167,10 +167,11 @@ def run_quick(job: QuickJob, events: Any = None) -> list[Winner]:
             if until is not None and time.time() > until:
                 break  # out of time: the rest keep their default build (not recorded: tried next run)
             kernels.append(_QuickKernel(spec))
-            _quick_step(kernels[-1], events, lambda k: k.start(preset, proposer, ProposalRequest, ev))
+            _quick_step(kernels[-1], events, lambda k: k.judge(preset, proposer, ProposalRequest, ev, 1, until))
         for k in sorted(kernels, key=lambda k: k.best is not None):  # stable: share order within each group
-            while k.pending and (until is None or time.time() <= until):
-                _quick_step(k, events, lambda k: k.judge_next(preset, ev))
+            if k.error is None and len(k.judged) < QUICK_CANDIDATES and (until is None or time.time() <= until):
+                _quick_step(k, events, lambda k: k.judge(preset, proposer, ProposalRequest, ev, QUICK_CANDIDATES,
+                                                         until))
     return [k.winner(job.run_id) for k in kernels]
 
 
@@ -195,24 +196,28 @@ class _QuickKernel:
     task: Any = None
     pending: list[Any] = field(default_factory=list)
     judged: list[dict[str, Any]] = field(default_factory=list)
+    hashes: set[str] = field(default_factory=set)  # the IRs judged
     best: tuple[str, dict[str, Any], str] | None = None
     error: str | None = None
     spent_s: float = 0.0
 
-    def start(self, preset: Any, proposer: Any, request: Any, ev: Any) -> None:
-        """The rules' first candidates proposed, and the first of them judged."""
+    def judge(self, preset: Any, proposer: Any, request: Any, ev: Any, k: int, until: float | None) -> None:
+        """The rules' first k candidates, each not judged yet judged while time is left (asking for one alone
+        is cheaper: the proposer need not run every rule)."""
         from leka.ir import CandidateIR
 
-        self.task = make_task(self.spec, preset)
-        props = proposer.propose(request("schedule", CandidateIR.initial(self.task), self.task, preset,
-                                         k=QUICK_CANDIDATES))
-        self.pending = list(props[:QUICK_CANDIDATES])
-        self.judge_next(preset, ev)
+        if self.task is None:
+            self.task = make_task(self.spec, preset)
+        props = proposer.propose(request("schedule", CandidateIR.initial(self.task), self.task, preset, k=k))
+        self.pending = [p for p in props[:k] if p.ir.hash() not in self.hashes][:max(0, k - len(self.judged))]
+        while self.pending and (until is None or time.time() <= until or not self.judged):
+            self.judge_next(preset, ev)
 
     def judge_next(self, preset: Any, ev: Any) -> None:
         if not self.pending:
             return
         prop = self.pending.pop(0)
+        self.hashes.add(prop.ir.hash())
         try:
             src = prop.ir.to_tvmscript(preset)
         except Exception as e:  # a rule step TVM refuses at flattening: that candidate is skipped

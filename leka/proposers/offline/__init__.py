@@ -203,6 +203,21 @@ def _proposals(ordered: list[CandidateIR], req: ProposalRequest, preset: Any) ->
     return out
 
 
+def _first_schedule(preset: Any, ctx: RuleContext, req: ProposalRequest) -> list[Proposal]:
+    """The first proposal of a request without history, found without applying every rule: with no feedback
+    the first is the first rule (in preference order) whose first variant that changes the schedule validates
+    (_spread_first), so the rules after it need not run. The quick pass asks for it for every kernel of a
+    model: light_densenet121's 253 kernels spent 1.2-1.5 s each proposing when all rules ran."""
+    for rule in RULES.get(preset.family, []):
+        first = next(((n, ir) for n, ir in enumerate(rule.apply(ctx) or []) if ir.schedule.steps or ir.memory.steps),
+                     None)
+        if first is not None:
+            found = _proposals([first[1].with_notes(variant=first[0])], req, preset)
+            if found:
+                return found
+    return []  # no rule's first variant validates: the full ranking looks further
+
+
 class OfflineProposer:
     name = NAME
     is_llm = False
@@ -214,6 +229,10 @@ class OfflineProposer:
         ctx = RuleContext.build(req.task, req.ir, preset, req.history)
         if req.layer == "algorithm":
             return self._propose_algorithm(req, ctx)
+        if req.layer == "schedule" and req.k == 1 and not req.history:
+            first = _first_schedule(preset, ctx, req)
+            if first:
+                return first
         fb = _Feedback.of(req.history)
         cands: list[_Scored] = []
         if req.layer == "memory":
