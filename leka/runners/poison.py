@@ -17,8 +17,8 @@ Once timing is armed (``Preproc``), before every timed run and untimed:
   the worker rebuilds those inputs and the parent checks the outputs against the reference of them. The
   choice is made after the run, so a kernel cannot know whether the run it is in will be checked.
 
-On CPU the preproc is a TIR function of ours compiled once per signature and passed to TVM's
-``time_evaluator`` as ``f_preproc``; the timed function is a one-line compiled wrapper that calls the kernel
+On CPU the preproc is a TIR function of ours compiled once per signature of ranks and dtypes (generic_key: its
+shapes are variables) and passed to TVM's ``time_evaluator`` as ``f_preproc``; the timed function is a one-line compiled wrapper that calls the kernel
 (``T.call_packed``, ~10 ns), because the preproc receives the timed function's arguments and needs the
 uploaded and alternate inputs and its random state besides the kernel's. On other devices the preproc is a
 Python callback (NumPy + copies) and the kernel itself is timed.
@@ -96,6 +96,43 @@ def _signature(params: Params, inputs: Sequence[int]) -> str:
     return ", ".join(args + [f'st: T.Buffer(({state_size(len(inputs))},), "uint32")'])
 
 
+def _dims(i: int, shape: Sequence[int]) -> list[str]:
+    return [f"d{i}_{k}" for k in range(len(shape))]
+
+
+def _size(i: int, shape: Sequence[int]) -> str:
+    """Param i's element count as an expression of its dim variables."""
+    return "(" + (" * ".join(_dims(i, shape)) or "1") + ")"
+
+
+def generic_key(params: Params) -> list[tuple[int, str, bool]]:
+    """What the compiled mix and wrapper depend on: each param's rank, dtype and whether it is empty (its
+    shape is a variable: light_densenet121's 253 kernels of different shapes shared a few preprocs instead of
+    compiling one each, ~1.8 s a kernel)."""
+    return [(len(s), d, math.prod(s) == 0) for _n, s, d in params]
+
+
+def _head(params: Params, inputs: Sequence[int]) -> tuple[str, list[str]]:
+    """The arguments `_signature` lists, as handles bound in the body to buffers whose dims are variables: the
+    copies, masks and check slots are matched against the params' dims (a call with any other size fails)."""
+    names = [f"p{i}" for i in range(len(params))] + [f"{x}{i}" for i in inputs for x in "oam"]
+    names += [f"c{i}" for i in range(len(params))] + ["cs", "st"]
+    body = [f"    {d} = T.int32()" for i, (_n, s, _d) in enumerate(params) for d in _dims(i, s)]
+    for i, (_n, s, d) in enumerate(params):
+        shape = "(" + "".join(f"{x}, " for x in _dims(i, s)) + ")"
+        body.append(f"    p{i} = T.match_buffer(h_p{i}, {shape}, {d!r})")
+        if i in inputs:
+            body += [f"    o{i} = T.match_buffer(h_o{i}, {shape}, {d!r})",
+                     f"    a{i} = T.match_buffer(h_a{i}, {shape}, {d!r})",
+                     f"    m{i} = T.match_buffer(h_m{i}, ({_size(i, s)},), {_bits(d)!r})"]
+    for i, (_n, s, d) in enumerate(params):
+        slots = f"{CHECK_SLOTS} * {_size(i, s)}" if math.prod(s) else f"{CHECK_SLOTS}"
+        body.append(f"    c{i} = T.match_buffer(h_c{i}, ({slots},), {d!r})")
+    body += [f'    cs = T.match_buffer(h_cs, ({CHECK_SLOTS * (1 + len(inputs))},), "uint32")',
+             f'    st = T.match_buffer(h_st, ({state_size(len(inputs))},), "uint32")']
+    return ", ".join(f"h_{n}: T.handle" for n in names), body
+
+
 def state_size(n_inputs: int) -> int:
     """The preproc's state: [mix rng, mode (1: final), check rng, timed runs so far, 1 when the last call was a
     mixed timed run, that run's mix offset per input]."""
@@ -120,8 +157,8 @@ def _check_body(params: Params, inputs: Sequence[int]) -> list[str]:
               '            r = T.Cast("int32", d)', f"            cs[r * {width}] = st[3]"]
     lines += [f"            cs[r * {width} + {1 + k}] = st[{5 + k}]" for k in range(len(inputs))]
     for i, (_n, shape, _d) in enumerate(params):
-        n = math.prod(shape)
-        if n:
+        if math.prod(shape):
+            n = _size(i, shape)
             lines.append(f"            for e in range({n}):\n                c{i}[r * {n} + e] = f{i}[e]")
     return lines + ["    st[4] = T.uint32(0)"]
 
@@ -132,7 +169,7 @@ def _indent(lines: list[str]) -> list[str]:
 
 
 def _views(params: Params) -> list[str]:
-    return [f"    f{i} = T.decl_buffer(({math.prod(s)},), {d!r}, data=p{i}.data)"
+    return [f"    f{i} = T.decl_buffer(({_size(i, s)},), {d!r}, data=p{i}.data)"
             for i, (_n, s, d) in enumerate(params) if math.prod(s)]
 
 
@@ -142,12 +179,13 @@ def _mix_script(params: Params, outputs: Sequence[int]) -> str:
     step per input and run), says; in final mode the uploaded copy), and `capture`, the check alone (after
     the last run of a round)."""
     inputs = [i for i in range(len(params)) if i not in outputs]
+    sig, head = _head(params, inputs)
     body = ['        T.func_attr({"global_symbol": "mix", "tirx.noalias": True})']
-    body += _indent(_views(params) + _check_body(params, inputs))
+    body += _indent(head + _views(params) + _check_body(params, inputs))
     for i, (_n, shape, dtype) in enumerate(params):
-        n = math.prod(shape)
-        if n == 0:
+        if math.prod(shape) == 0:
             continue
+        n = _size(i, shape)
         if i in outputs:
             body += _indent([f"    for e in range({n}):\n        f{i}[e] = {_literal(dtype)}"])
             continue
@@ -158,7 +196,7 @@ def _mix_script(params: Params, outputs: Sequence[int]) -> str:
             pick = "T.if_then_else(m{i}[{j}] != T.uint8(0), h{i}[{k}], g{i}[{k}])"
         lines = [f"    g{i} = T.decl_buffer(({n},), {dtype!r}, data=o{i}.data)",
                  f"    h{i} = T.decl_buffer(({n},), {dtype!r}, data=a{i}.data)", *_xorshift(0),
-                 f"    off{i} = T.Cast(\"int32\", st[0] % T.uint32({n}))",
+                 f"    off{i} = T.Cast(\"int32\", st[0] % T.Cast(\"uint32\", {n}))",
                  f"    st[{5 + inputs.index(i)}] = T.Cast(\"uint32\", off{i})",
                  "    if st[1] == T.uint32(1):",
                  f"        for e in range({n}):\n            f{i}[e] = g{i}[e]",
@@ -169,9 +207,8 @@ def _mix_script(params: Params, outputs: Sequence[int]) -> str:
                  f"            f{i}[{n} - off{i} + e] = " + pick.format(i=i, j="e", k=f"{n} - off{i} + e")]
         body += _indent(lines)
     body += ["        if st[1] == T.uint32(0):", "            st[4] = T.uint32(1)"]  # a mixed run follows
-    sig = _signature(params, inputs)
     capture = ['        T.func_attr({"global_symbol": "capture", "tirx.noalias": True})']
-    capture += _indent(_views(params) + _check_body(params, inputs))
+    capture += _indent(head + _views(params) + _check_body(params, inputs))
     return ("@I.ir_module\nclass Module:\n"
             f"    @T.prim_func\n    def mix({sig}):\n" + "\n".join(body) +
             f"\n\n    @T.prim_func\n    def capture({sig}):\n" + "\n".join(capture) + "\n")
@@ -180,8 +217,9 @@ def _mix_script(params: Params, outputs: Sequence[int]) -> str:
 def _call_script(params: Params, outputs: Sequence[int], kernel: str) -> str:
     inputs = [i for i in range(len(params)) if i not in outputs]
     args = ", ".join(f"p{i}" for i in range(len(params)))
-    return (f"@T.prim_func\ndef call({_signature(params, inputs)}):\n"
-            f'    T.func_attr({{"global_symbol": "call"}})\n    T.evaluate(T.call_packed("{kernel}", {args}))\n')
+    sig, head = _head(params, inputs)
+    return (f"@T.prim_func\ndef call({sig}):\n" + '    T.func_attr({"global_symbol": "call"})\n'
+            + "\n".join(head) + f'\n    T.evaluate(T.call_packed("{kernel}", {args}))\n')
 
 
 def _compile(script: str, name: str):
@@ -198,7 +236,7 @@ def registered_mix(params: Params, outputs: Sequence[int]) -> str:
 
     params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
     outputs = sorted(int(i) for i in outputs)
-    name = "leka.mix." + hashlib.sha1(repr((params, outputs, CHECK_SLOTS)).encode()).hexdigest()[:16]
+    name = "leka.mix." + hashlib.sha1(repr((generic_key(params), outputs, CHECK_SLOTS)).encode()).hexdigest()[:16]
     if name not in _REGISTERED:
         mod = _compile(_mix_script(params, outputs), "mix")
         tvm.register_global_func(name, mod["mix"], override=True)
@@ -241,7 +279,7 @@ def compiled_call(kernel, params: Params, outputs: Sequence[int], reuse: "Prepro
         return reuse
     params = [(n, tuple(int(d) for d in s), str(t)) for n, s, t in params]
     outputs = sorted(int(i) for i in outputs)
-    name = "leka.timed." + hashlib.sha1(repr((params, outputs, CHECK_SLOTS)).encode()).hexdigest()[:16]
+    name = "leka.timed." + hashlib.sha1(repr((generic_key(params), outputs, CHECK_SLOTS)).encode()).hexdigest()[:16]
     lib = _wrapper_library(params, outputs, name)
     if lib is not None:
         copy = f"{lib[:-3]}-{os.getpid()}-{next(_KERNEL_IDS)}.so"
