@@ -42,6 +42,24 @@ def test_a_run_lasting_several_rounds_is_measured_once():
     assert [n for n, _ in clock.calls].count(1) == 2  # the set-up run, then one measurement
 
 
+def test_a_one_run_request_lost_in_the_noise_does_not_ask_ten_thousand_runs():
+    """attack: none, noise: the one-run requests read no longer than the overhead requests (a 0.3-0.7 ms 1x1
+    convolution of light_densenet121), the run was estimated at ~0 s and 10,000 runs were asked twice, 3.5-7.5 s
+    each; expect: each re-estimate asks at most MAX_GROWTH times the runs before, and the rounds still fit."""
+    from leka.evaluator.calibrate import MAX_GROWTH
+
+    clock = SimClock(5e-4)
+    real = clock.__call__
+
+    def noisy(n: int, arm: bool) -> float:
+        return clock.overhead if n == 1 else real(n, arm)
+
+    got = calibrate_side(noisy, 2.0)
+    asked = [n for n, _ in clock.calls]
+    assert max(asked) <= MAX_GROWTH, asked
+    assert got is not None and got.n == 4 and got.per_run_s == pytest.approx(5e-4, rel=0.05), got
+
+
 def test_a_failed_request_ends_calibration():
     assert calibrate_side(lambda n, arm: None if n == 1 else 1e-4, 2.0) is None
 

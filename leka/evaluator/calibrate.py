@@ -23,6 +23,10 @@ Clock = Callable[[int, bool], "float | None"]
 OVERHEAD_SAMPLES = 3  # requests of no runs: what a request costs besides the runs
 LONG_RUN_ROUNDS = 5  # one run lasting this many rounds is measured once (a default build of a large layer)
 MAX_STEPS = 6  # re-estimates of the runs per round, each at the previous estimate
+# Each re-estimate asks at most this many times the runs of the last: a one-run request no longer than the
+# overhead requests (noise) estimated the run at ~0 s and asked 10,000 runs of a 0.3-0.7 ms kernel twice, 3.5-7.5 s
+# each (light_densenet121's 1x1 convolutions, a third of the quick pass's kernels)
+MAX_GROWTH = 16
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,7 @@ def calibrate_side(clock: Clock, min_run_ms: float) -> SideRounds | None:
         return None
     n, per_run = 1, max(min(wall, first) - overhead, 1e-9)
     for _ in range(MAX_STEPS):
-        want = _runs_for(per_run, min_run_ms)
+        want = min(_runs_for(per_run, min_run_ms), MAX_GROWTH * n)
         if want <= n:
             break
         n = want
