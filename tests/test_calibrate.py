@@ -36,10 +36,26 @@ def test_runs_per_round_fill_min_run_ms_on_the_parents_clock(per_run, want_n):
 
 
 def test_a_run_lasting_several_rounds_is_measured_once():
-    clock = SimClock(0.06)
+    clock = SimClock(0.012)
     got = calibrate_side(clock, 2.0)
-    assert got == SideRounds(1, pytest.approx(0.06, rel=0.01))
+    assert got == SideRounds(1, pytest.approx(0.012, rel=0.01))
     assert [n for n, _ in clock.calls].count(1) == 2  # the set-up run, then one measurement
+
+
+@pytest.mark.parametrize("per_run", [0.6, 2.0])
+def test_a_run_lasting_many_rounds_is_measured_by_the_set_up_request_alone(per_run):
+    """light_vgg19's default builds take ~2 s a run: each further request of one run costs two (the timer's
+    untimed first call and the run)."""
+    clock = SimClock(per_run, first_extra=0.01 * per_run)
+    got = calibrate_side(clock, 2.0)
+    assert got == SideRounds(1, pytest.approx(per_run, rel=0.02))
+    assert [n for n, _ in clock.calls].count(1) == (2 if per_run < 1.0 else 1)
+
+
+def test_a_slow_lazy_set_up_does_not_pass_a_short_run_off_as_a_long_one():
+    clock = SimClock(3e-6, first_extra=0.5)
+    got = calibrate_side(clock, 2.0)
+    assert got is not None and got.n == pytest.approx(667, rel=0.02), got
 
 
 def test_a_one_run_request_lost_in_the_noise_does_not_ask_ten_thousand_runs():

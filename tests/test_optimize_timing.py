@@ -65,6 +65,27 @@ def test_a_build_that_outlasts_the_round_is_visited_once_a_round():
     assert lat["a"]["batches"] >= 3 * MIN_BATCHES
 
 
+def test_a_comparison_build_of_seconds_a_call_is_timed_in_the_first_rounds_only(monkeypatch):
+    """light_vgg19's tvm-naive and tvm-dlight builds take 24 and 17 s a call: five rounds of them were 3.5 of its
+    10 minutes. A comparison build that slow gets SLOW_COMPARISON_ROUNDS rounds (its rows say how many, a warning
+    says why); the optimised build and a fast comparison build get every round, and the verdict pairs the
+    rounds the slow one ran."""
+    import leka.optimize.build_job as bj
+
+    monkeypatch.setattr(bj, "SLOW_COMPARISON_S", 0.04)
+
+    def naive(_inputs):
+        time.sleep(0.05)
+
+    lat, host = alternate({"optimized": lambda _i: None, "naive": naive, "fast": lambda _i: None, "opt-slow": naive},
+                          [], rounds=4, min_time_s=0.01, comparisons=("naive", "fast"))
+    assert lat["naive"]["rounds"] == bj.SLOW_COMPARISON_ROUNDS and lat["optimized"]["rounds"] == 4
+    assert lat["fast"]["rounds"] == 4 and lat["opt-slow"]["rounds"] == 4  # not a comparison: every round
+    assert host["comparisons_capped"] == ["naive"]
+    assert any("naive timed in fewer rounds" in w for w in warnings(lat, host))
+    assert verdict(lat["optimized"], lat["naive"]).endswith("faster")
+
+
 def test_verdict_says_slower_and_undecided():
     opt = _r([1.0, 1.1, 1.0, 1.05, 1.0])
     assert verdict(opt, _r([2.0, 2.1, 2.0, 2.0, 2.2])) == "2.00x faster"

@@ -10,6 +10,7 @@ shorter than this side saw them take.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -22,6 +23,10 @@ Clock = Callable[[int, bool], "float | None"]
 
 OVERHEAD_SAMPLES = 3  # requests of no runs: what a request costs besides the runs
 LONG_RUN_ROUNDS = 5  # one run lasting this many rounds is measured once (a default build of a large layer)
+# A set-up request (the timer's untimed first call and one run) this long is the measurement: light_vgg19's default
+# builds take ~2 s a run, and every further one-run request costs two. Far above any lazy set-up, which would
+# otherwise pass a µs kernel off as a long one (rounds of one run, then refused as implausibly short)
+LONG_SETUP_S = 1.0
 MAX_STEPS = 6  # re-estimates of the runs per round, each at the previous estimate
 # Each re-estimate asks at most this many times the runs of the last: a one-run request no longer than the
 # overhead requests (noise) estimated the run at ~0 s and asked 10,000 runs of a 0.3-0.7 ms kernel twice, 3.5-7.5 s
@@ -58,11 +63,14 @@ def _best(clock: Clock, n: int, times: int) -> float | None:
 def calibrate_side(clock: Clock, min_run_ms: float) -> SideRounds | None:
     """Runs per round that make a round last about min_run_ms on this side's clock: the best of a few requests
     at one run, then at each estimate until it holds (a request's own overhead, ~0.1-0.5 ms, subtracted)."""
-    if clock(0, True) is None or clock(1, False) is None:  # arm, then one run that pays any lazy set-up
+    setup = clock(1, False) if clock(0, True) is not None else None  # arm, then one run that pays lazy set-up
+    overhead = _best(clock, 0, OVERHEAD_SAMPLES) if setup is not None else None
+    if setup is None or overhead is None:
         return None
-    overhead = _best(clock, 0, OVERHEAD_SAMPLES)
+    if setup - overhead >= max(2 * LONG_RUN_ROUNDS * min_run_ms / 1e3, LONG_SETUP_S):
+        return SideRounds(1, setup - overhead)
     first = _best(clock, 1, 1)
-    if overhead is None or first is None:
+    if first is None:
         return None
     long_run = first - overhead >= LONG_RUN_ROUNDS * min_run_ms / 1e3
     wall = first if long_run else _best(clock, 1, 2)
@@ -83,15 +91,21 @@ def calibrate_side(clock: Clock, min_run_ms: float) -> SideRounds | None:
     return SideRounds(_runs_for(per_run, min_run_ms), per_run)
 
 
-def size_rounds(cand: Clock, base: Clock, *, min_run_ms: float, min_rounds: int,
-                min_time_s: float) -> tuple[SideRounds, SideRounds] | None:
+def slow_pair(sides: tuple[SideRounds, SideRounds], slow_run_s: float) -> bool:
+    """A side's runs take slow_run_s or more (EvalConfig.slow_run_s): the pair is timed over fewer rounds."""
+    return max(side.per_run_s for side in sides) >= slow_run_s
+
+
+def size_rounds(cand: Clock, base: Clock, *, min_run_ms: float, min_rounds: int, min_time_s: float,
+                slow_run_s: float = math.inf, slow_min_rounds: int = 1) -> tuple[SideRounds, SideRounds] | None:
     """Both sides calibrated, then the side with the shorter rounds lengthened to last about as long as the
     other's (timing._balanced), so that a fast candidate reaches its min_time_s in as few rounds as its
-    baseline."""
+    baseline: slow_min_rounds of them for a slow pair (slow_pair)."""
     c = calibrate_side(cand, min_run_ms)
     b = calibrate_side(base, min_run_ms) if c is not None else None
     if c is None or b is None:
         return None
-    nc = _balanced(c.n, c.per_run_s, b.n * b.per_run_s, min_rounds, min_time_s)
-    nb = _balanced(b.n, b.per_run_s, c.n * c.per_run_s, min_rounds, min_time_s)
+    rounds = slow_min_rounds if slow_pair((c, b), slow_run_s) else min_rounds
+    nc = _balanced(c.n, c.per_run_s, b.n * b.per_run_s, rounds, min_time_s)
+    nb = _balanced(b.n, b.per_run_s, c.n * c.per_run_s, rounds, min_time_s)
     return SideRounds(nc, c.per_run_s), SideRounds(nb, b.per_run_s)

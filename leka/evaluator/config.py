@@ -24,6 +24,13 @@ class EvalConfig:
     max_rounds: int = 40
     min_time_s: float = 0.08  # per side, across rounds: rounds continue until both sides reach it
     min_run_ms: float = 2.0  # one round repeats a kernel `number` times so each round lasts at least this
+    # A pair with a side whose one run takes at least slow_run_s (a default build of a large layer: light_vgg19's
+    # 224x224 convolutions, ~2 s a call) is timed over slow_min_rounds rounds, the other side's rounds sized to
+    # reach min_time_s in them, with no warm-up (calibration's runs warmed both): each round of the slow side
+    # costs a second run (time_evaluator's untimed first call), and 7 rounds and a warm-up made 16 of the ~26
+    # default-build runs of each of its evaluations (a 0.5 s one ran 18 rounds for a 4.6 ms candidate's time).
+    slow_run_s: float = 0.1
+    slow_min_rounds: int = 3
     compile_timeout_s: float = 120.0
     run_timeout_s: float = 60.0  # correctness trials or the timing loop, each
     mem_limit_gb: float = 8.0  # RLIMIT_AS of the worker: a memory blow-up becomes a recorded crash
@@ -39,6 +46,8 @@ class EvalConfig:
             raise ValueError(f"unknown held-back distribution(s) {bad}; known: {KNOWN_DISTS}")
         if self.trials < 1:
             raise ValueError("trials must be >= 1")
+        if not 1 <= self.slow_min_rounds <= self.min_rounds:
+            raise ValueError("slow_min_rounds must be in [1, min_rounds]")
         if self.seed is not None and not 0 <= self.seed < 2**63:
             raise ValueError("seed must be in [0, 2**63)")
 

@@ -20,7 +20,7 @@ import numpy as np
 from leka.targets import TargetPreset, get_target
 from leka.tasks.task import Task
 
-from .calibrate import SideRounds, size_rounds, time_running
+from .calibrate import SideRounds, size_rounds, slow_pair, time_running
 from .cpu_time import own_wait_s
 from .config import EvalConfig
 from .correctness import Verdict, check_outputs, check_timed_runs, inputs_unchanged
@@ -253,7 +253,7 @@ class Evaluator:
             return run
 
         sized = size_rounds(clock(key), clock(bkey), min_run_ms=c.min_run_ms, min_rounds=c.min_rounds,
-                            min_time_s=c.min_time_s)
+                            min_time_s=c.min_time_s, slow_run_s=c.slow_run_s, slow_min_rounds=c.slow_min_rounds)
         if sized is not None:
             res.detail["timing_asked"] = {"candidate": dataclasses.asdict(sized[0]),
                                           "baseline": dataclasses.asdict(sized[1])}
@@ -272,11 +272,12 @@ class Evaluator:
             sized, asked = self._size_rounds(key, bkey, args, trial, res)
             if not sized:
                 return None
-            if asked is not None:
-                timing.update(candidate_n=asked[0].n, baseline_n=asked[1].n)
+            asked_timing = timing if asked is None else {**timing, "candidate_n": asked[0].n,
+                                                         "baseline_n": asked[1].n, **slow_side(c, asked)}
             before = self.worker.usage()
             reply = self._ask({"op": "time", "key": key, "baseline_key": bkey, "args": args,
-                               "timing_inputs": trial.inputs, "timing": timing}, c.run_timeout_s, res, "timing")
+                               "timing_inputs": trial.inputs, "timing": asked_timing}, c.run_timeout_s, res,
+                              "timing")
             if reply is None:
                 return None
             after = self.worker.usage()
@@ -285,7 +286,7 @@ class Evaluator:
                 res.detail["timing_usage"] = {"wall_s": self.worker.last_request_s, "cpu_s": usage.cpu_s,
                                               "wait_s": usage.wait_s}
             problem = plausible(reply, self.worker.last_request_s, c.min_run_ms, floor=floor, usage=usage,
-                                asked=asked) or \
+                                asked=asked, warmup=int(asked_timing["warmup"])) or \
                 inputs_unchanged(trial.inputs, list(reply.get("inputs_after") or []), in_names)
             if not problem:
                 return reply
@@ -294,3 +295,12 @@ class Evaluator:
             res.detail["timing_retried"] = problem
         res.fail("wrong", f"timing loop: {problem}", "timing")
         return None
+
+
+def slow_side(c: EvalConfig, asked: tuple[SideRounds, SideRounds]) -> dict[str, float]:
+    """A slow pair's timing (calibrate.slow_pair, EvalConfig.slow_run_s): c.slow_min_rounds rounds, which its
+    rounds were sized for (each side's min_time_s is reached in them), and no warm-up; nothing to change
+    otherwise. Fewer rounds widen the spread a winner must clear (leka.optimize.tune.noise_floor)."""
+    if not slow_pair(asked, c.slow_run_s):
+        return {}
+    return {"min_rounds": c.slow_min_rounds, "warmup": 0, "min_time_s": 0.0}

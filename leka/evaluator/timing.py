@@ -145,7 +145,7 @@ def reported_work(reply: dict[str, Any], warmup: int = 2) -> tuple[float, float,
 
 def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | None = None, *,
               floor: RunFloor | None = None, usage: Usage | None = None,
-              asked: Sequence[Any] | None = None) -> str | None:
+              asked: Sequence[Any] | None = None, warmup: int = 2) -> str | None:
     """None when the reported per-run times × runs fit the parent's wall clock of the request, else why not.
     Catches a worker that reports faster (or slower) runs than it spent time on, rounds far shorter than the
     calibration (which sizes each round to about min_run_ms) would have made them, and (given the task's
@@ -154,11 +154,12 @@ def plausible(reply: dict[str, Any], wall_s: float | None, min_run_ms: float | N
     seconds, which a loaded machine does not inflate as it does the wall clock, and its wait for a core
     loosens the short-round check. `asked`: the (candidate, baseline) rounds this side sized
     (leka.evaluator.calibrate.SideRounds): the reply must have run exactly those, at per-run times that are
-    not far below the wall time per run this side clocked while sizing them."""
+    not far below the wall time per run this side clocked while sizing them. `warmup`: the untimed runs of each
+    side the request asked before its rounds."""
     if wall_s is None:
         return None
     try:
-        return _not_as_asked(reply, asked) or _implausible(reply, wall_s, min_run_ms, floor, usage)
+        return _not_as_asked(reply, asked) or _implausible(reply, wall_s, min_run_ms, floor, usage, warmup)
     except (TypeError, ValueError, AttributeError):
         return "timing reply inconsistent with wall clock: malformed per-run times"
 
@@ -184,7 +185,7 @@ def _below_floor(reply: dict[str, Any], floor: RunFloor) -> str | None:
 
 
 def _implausible(reply: dict[str, Any], wall_s: float, min_run_ms: float | None, floor: RunFloor | None,
-                 usage: Usage | None) -> str | None:
+                 usage: Usage | None, warmup: int = 2) -> str | None:
     share = MIN_ROUND_SHARE / min(MAX_SLOWDOWN, usage.slowdown if usage is not None else 1.0)
     for side in ("candidate", "baseline"):
         n, times = int(reply.get(f"{side}_n") or 0), reply.get(f"{side}_s") or []
@@ -195,7 +196,7 @@ def _implausible(reply: dict[str, Any], wall_s: float, min_run_ms: float | None,
         if n <= SHORT_ROUND_MAX_RUNS and short:
             return (f"timing reply inconsistent with wall clock: {side} rounds of {n} runs reported "
                     f"{float(np.median(times)) * n * 1e3:.3f} ms, calibrated for {min_run_ms:g} ms")
-    work, busy, calls = reported_work(reply)
+    work, busy, calls = reported_work(reply, warmup)
     if calls <= 0 or not math.isfinite(work) or work <= 0:
         return "timing reply inconsistent with wall clock: no runs reported"
     if floor is not None and (low := _below_floor(reply, floor)):

@@ -102,15 +102,14 @@ class WholeRun:
         `import_s` (the model's import) and `compile_s` (the profile's compiles of every kernel), and, when timed,
         from `default_s`, one call of the default build (the profile's sum): every round of the comparison makes
         batches_per_round batches of each build, and the default and dlight builds of an unscheduled CNN take
-        seconds a call (inception_v1: 2.4 s). Before, the reserve was 3 x (import + profiling): inception_v1's run
-        ended 2.2 of its 10 minutes early. Refuses a run whose build cannot fit."""
-        from .build_job import ROUNDS, batches_per_round, round_s
+        seconds a call (inception_v1: 2.4 s; build_job.timing_reserve_s). Before, the reserve was 3 x (import +
+        profiling): inception_v1's run ended 2.2 of its 10 minutes early. Refuses a run whose build cannot fit."""
+        from .build_job import timing_reserve_s
 
         left = self.left_s()
         if left is None or self.minutes is None:  # both None together: an unbounded clock
             return None
-        visit = 3 * default_s  # a batch: optimised <= default, dlight ~ default (ORT: little)
-        timing = 4 * time_s + ROUNDS * batches_per_round(visit, round_s(time_s)) * visit
+        timing = timing_reserve_s(default_s, time_s)
         builds = (4 if timed else 2) * max(MIN_COMPILE_S, compile_s)
         reserve = (import_s + builds) * load_factor() + (timing if timed else 0.0)
         if left <= reserve:

@@ -43,6 +43,9 @@ def warnings(latency: dict[str, Any] | None, host: dict[str, Any] | None) -> lis
         return out
     if host and host.get("cut_short"):
         out.append(f"timed over {host['cut_short']} (fewer rounds: a wider spread is possible)")
+    if host and host.get("comparisons_capped"):
+        out.append(f"{' and '.join(host['comparisons_capped'])} timed in fewer rounds (seconds a call; for "
+                   "comparison only)")
     if host:
         load = max(host.get("load_before") or 0.0, host.get("load_after") or 0.0)
         if load > host.get("cores", 1):
