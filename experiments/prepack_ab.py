@@ -1,6 +1,6 @@
 """Weight packing at build time (leka/optimize/prepack.py), A/B on the same winners: a demo model built from a
 tuning db's winners with the packing left in the kernels (per call) and split out + folded at build time,
-both checked against ONNX Runtime, then timed alternately in one process (build_job.alternate); and each
+both checked against ONNX Runtime, then timed alternately in one process (e2e_timing.alternate); and each
 folded kernel alone, whole against its compute part (min of alternating time_evaluator rounds).
 
 Usage: python experiments/prepack_ab.py MODEL --db PATH [--threads 2] [--time 2]
@@ -42,7 +42,8 @@ def main() -> int:
     args = ap.parse_args()
     os.environ["TVM_NUM_THREADS"] = str(args.threads)
 
-    from leka.optimize.build_job import _ort_runner, _vm_runner, alternate, compile_model, with_winners
+    from leka.optimize.build_job import _ort_runner, _vm_runner, compile_model, with_winners
+    from leka.optimize.e2e_timing import alternate
     from leka.optimize.db import TuningDB, target_key
     from leka.optimize.demo_models import write
     from leka.optimize.extract import kernel_specs

@@ -1,5 +1,5 @@
 """Re-time `leka optimize` artifacts against ONNX Runtime with the build job's end-to-end comparison
-(leka/optimize/build_job.alternate: alternating rounds, one thread count, each batch after the last build's
+(leka/optimize/e2e_timing.alternate: alternating rounds, one thread count, each batch after the last build's
 threads have stopped running), ONNX Runtime twice in the same rounds: spinning between its parallel sections
 (its default, as users run it and as the comparison times it since eeb2029) and with spinning turned off (as
 the comparison timed it before). Each artifact runs through TVM's runtime alone (LoadedArtifact: digests
@@ -22,7 +22,8 @@ import numpy as np
 
 
 def retime(artifact: str, model: str, threads: int, time_s: float) -> dict[str, Any]:
-    from leka.optimize.build_job import _ort_runner, alternate
+    from leka.optimize.build_job import _ort_runner
+    from leka.optimize.e2e_timing import alternate
     from leka.optimize.runtime import LoadedArtifact
     from leka.optimize.timing_verdict import verdict
 

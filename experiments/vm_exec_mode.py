@@ -3,7 +3,7 @@ relax exec_mode "compiled" (the main function compiled to machine code), measure
 
 Per model: `leka optimize` (in this process, --budget as given, a fresh tuning db), the winners it built the
 artifact from captured, then the same winners built both ways and timed alternately over rounds with ONNX
-Runtime (leka.optimize.build_job.alternate, the comparison `leka optimize` itself makes), outputs compared.
+Runtime (leka.optimize.e2e_timing.alternate, the comparison `leka optimize` itself makes), outputs compared.
 
 Usage: python experiments/vm_exec_mode.py [--models kws-lstm,kws-gru,...] [--budget minutes=3] [--out DIR]
 """
@@ -51,7 +51,7 @@ def optimize_capturing_winners(model: Path, out: Path, budget: str) -> dict[str,
 def compare(model: Path, replace: dict[str, str], threads: int, time_s: float) -> dict[str, Any]:
     import numpy as np
 
-    from leka.optimize import build_job
+    from leka.optimize import build_job, e2e_timing
     from leka.optimize.importer import import_model
     from leka.optimize.prepack import prepack_weights
     from leka.targets import get_target
@@ -69,7 +69,7 @@ def compare(model: Path, replace: dict[str, str], threads: int, time_s: float) -
     outs = {m: r(inputs) for m, r in runners.items()}
     diff = max(float(np.abs(a - b).max()) for a, b in zip(outs["bytecode"], outs["compiled"]))
     runners["onnxruntime"] = build_job._ort_runner(str(model), [i.name for i in loaded.inputs], threads)
-    lat, _host = build_job.alternate(runners, inputs, min_time_s=time_s)
+    lat, _host = e2e_timing.alternate(runners, inputs, min_time_s=time_s)
     return {"latency_ms": {k: v["median_ms"] for k, v in lat.items()},
             "range_rel": {k: v["range_rel"] for k, v in lat.items()}, "build_s": build_s,
             "max_abs_diff": diff, "kernels_replaced": len(replace)}

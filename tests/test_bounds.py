@@ -146,7 +146,7 @@ def test_the_clock_leaves_tuning_what_the_build_does_not_need(monkeypatch):
     # kernels that compile in a second still get MIN_COMPILE_S a build
     assert clock.tuning_minutes(5.0, 1.0, timed=True, time_s=1.0) == pytest.approx((600 - 20 - 35 - 4) * 0.9 / 60)
     # a default build of 2 s a call: each build's first call and 2 rounds of (default, dlight, optimised) kept
-    # too (comparison builds of seconds a call get build_job.SLOW_COMPARISON_ROUNDS rounds); of 0.5 s a call:
+    # too (comparison builds of seconds a call get e2e_timing.SLOW_COMPARISON_ROUNDS rounds); of 0.5 s a call:
     # 5 rounds, one batch a round (a batch outlasts the 0.8 s round); of 0.1 s a call: 3 batches a round
     assert clock.tuning_minutes(5.0, 10.0, timed=True, time_s=1.0, default_s=2.0) == pytest.approx(
         (600 - 20 - 49 - 18) * 0.9 / 60)

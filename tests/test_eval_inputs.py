@@ -37,6 +37,20 @@ def test_same_seed_same_inputs_fresh_seed_new_inputs():
     assert not any(t.held_back for t in a.trials)
 
 
+def test_a_task_with_big_arguments_gets_fewer_trials_and_keeps_its_held_back_ones():
+    """light_vgg19's 411 MB fully connected layer spent ~90 of 126 s on its 6 input sets; a task whose
+    arguments hold EvalConfig.big_args_bytes or more gets big_trials correctness trials (held-back ones and the
+    timing loop's inputs as before)."""
+    task = get_task("ex-softmax-512x384")
+    nbytes = sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in task.args)
+    small, big = EvalConfig(big_args_bytes=nbytes + 1), EvalConfig(big_args_bytes=nbytes, big_trials=2)
+    assert len(make_trials(task, small, SEED, False, True).trials) == small.trials == 5
+    made = make_trials(task, big, SEED, True, True)
+    assert [t.label for t in made.trials] == ["normal", "heavy"] + [HELD_BACK] * len(big.holdout_dists)
+    assert made.timing is not None
+    assert EvalConfig(trials=1).trials_for(1 << 40) == 1  # never more than asked
+
+
 def test_made_ahead_inputs_are_fresh_and_used_once():
     from leka.evaluator.inputs import InputSource
 

@@ -1,4 +1,4 @@
-"""Honest end-to-end timing (build_job.alternate, timing_verdict): builds interleaved over rounds, medians and
+"""Honest end-to-end timing (e2e_timing.alternate, timing_verdict): builds interleaved over rounds, medians and
 spreads across rounds, "slower" said as such, undecided when the rounds disagree, warnings for a loaded host
 or a wide spread."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from leka.optimize.build_job import alternate
+from leka.optimize.e2e_timing import alternate
 from leka.optimize.report import latency_rows, summary_lines
 from leka.optimize.timing_verdict import verdict, warnings
 
@@ -53,7 +53,7 @@ def test_a_build_that_outlasts_the_round_is_visited_once_a_round():
     not the batches, give the median and spread."""
     import time
 
-    from leka.optimize.build_job import MIN_BATCHES, batches_per_round
+    from leka.optimize.e2e_timing import MIN_BATCHES, batches_per_round
 
     assert batches_per_round(6.0, 0.8) == 1 and batches_per_round(0.3, 0.8) == MIN_BATCHES
     lat, _host = alternate({"slow": lambda _i: time.sleep(0.05), "fast": lambda _i: None}, [], rounds=3,
@@ -70,7 +70,7 @@ def test_a_comparison_build_of_seconds_a_call_is_timed_in_the_first_rounds_only(
     10 minutes. A comparison build that slow gets SLOW_COMPARISON_ROUNDS rounds (its rows say how many, a warning
     says why); the optimised build and a fast comparison build get every round, and the verdict pairs the
     rounds the slow one ran."""
-    import leka.optimize.build_job as bj
+    import leka.optimize.e2e_timing as bj
 
     monkeypatch.setattr(bj, "SLOW_COMPARISON_S", 0.04)
 
@@ -84,6 +84,19 @@ def test_a_comparison_build_of_seconds_a_call_is_timed_in_the_first_rounds_only(
     assert host["comparisons_capped"] == ["naive"]
     assert any("naive timed in fewer rounds" in w for w in warnings(lat, host))
     assert verdict(lat["optimized"], lat["naive"]).endswith("faster")
+
+
+def test_a_slow_comparisons_round_past_the_deadline_is_left_out_and_the_rest_go_on(monkeypatch):
+    """light_vgg19 at minutes=10 was timed over 1 of 5 rounds: the second round, with its 41 s of comparison
+    builds, did not fit before the deadline, while rounds of the optimised build (0.37 s) and ONNX Runtime would
+    have. The slow comparison keeps the round it had; the optimised build goes on."""
+    import leka.optimize.e2e_timing as et
+
+    monkeypatch.setattr(et, "SLOW_COMPARISON_S", 0.1)
+    lat, host = alternate({"optimized": lambda _i: None, "naive": lambda _i: time.sleep(0.4)}, [], rounds=4,
+                          min_time_s=0.01, deadline=time.time() + 1.0, comparisons=("naive",))
+    assert lat["naive"]["rounds"] == 1 and lat["optimized"]["rounds"] > 1, (lat, host)
+    assert host["comparisons_capped"] == ["naive"]
 
 
 def test_verdict_says_slower_and_undecided():
@@ -152,7 +165,7 @@ def test_a_batch_waits_for_the_last_builds_spinning_threads():
     (here a thread busy for 80 ms) when one still runs, and never later than its cap."""
     import threading
 
-    from leka.optimize.build_job import settle
+    from leka.optimize.e2e_timing import settle
 
     assert settle() < 0.05
 

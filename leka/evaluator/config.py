@@ -9,6 +9,13 @@ from leka.tasks.task import FLOAT_DISTS, HOLDOUT_DISTS, KNOWN_DISTS
 @dataclass(frozen=True)
 class EvalConfig:
     trials: int = 5  # fresh random inputs per trial, cycling through `dists`
+    # A task whose arguments hold big_args_bytes or more gets at most big_trials trials: each trial's inputs are
+    # drawn, run through the reference and sent to the worker and back whole (the inputs-unchanged check), and
+    # light_vgg19's first fully connected layer (411 MB of weights) spent ~90 of its 126 s evaluation on its 6 input
+    # sets; a trial of 100M random elements checks as much as several small ones (the timing loop's own inputs and
+    # its checked runs come on top)
+    big_args_bytes: int = 64 << 20
+    big_trials: int = 2
     dists: tuple[str, ...] = ("normal", "heavy", "uniform", "mixed-scale", "normal")
     # None: every evaluation draws its inputs from a fresh random seed (recorded as EvalResult.input_seed);
     # a number pins it, to replay an evaluation on exactly the inputs it had.
@@ -44,12 +51,16 @@ class EvalConfig:
         bad = [d for d in self.holdout_dists if d not in KNOWN_DISTS]
         if bad:
             raise ValueError(f"unknown held-back distribution(s) {bad}; known: {KNOWN_DISTS}")
-        if self.trials < 1:
+        if self.trials < 1 or self.big_trials < 1:
             raise ValueError("trials must be >= 1")
         if not 1 <= self.slow_min_rounds <= self.min_rounds:
             raise ValueError("slow_min_rounds must be in [1, min_rounds]")
         if self.seed is not None and not 0 <= self.seed < 2**63:
             raise ValueError("seed must be in [0, 2**63)")
+
+    def trials_for(self, args_bytes: int) -> int:
+        """The correctness trials of a task whose arguments hold `args_bytes`."""
+        return self.trials if args_bytes < self.big_args_bytes else min(self.trials, self.big_trials)
 
     def to_json(self) -> dict:
         return asdict(self)

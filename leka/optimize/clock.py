@@ -104,7 +104,7 @@ class WholeRun:
         batches_per_round batches of each build, and the default and dlight builds of an unscheduled CNN take
         seconds a call (inception_v1: 2.4 s; build_job.timing_reserve_s). Before, the reserve was 3 x (import +
         profiling): inception_v1's run ended 2.2 of its 10 minutes early. Refuses a run whose build cannot fit."""
-        from .build_job import timing_reserve_s
+        from .e2e_timing import timing_reserve_s
 
         left = self.left_s()
         if left is None or self.minutes is None:  # both None together: an unbounded clock

@@ -1,6 +1,6 @@
 """What the end-to-end comparison lets one say: faster, slower, or undecided, and when not to trust it.
 
-The build job times the builds interleaved over rounds (build_job.alternate); each round gives each build a
+The build job times the builds interleaved over rounds (e2e_timing.alternate); each round gives each build a
 median, and the rounds pair up. A build is "faster" than another only when it is faster in every round, "slower"
 only when slower in every round, else the comparison is undecided (the rounds' ratios straddle 1). Warnings: the
 host's load average above its cores during the timing, or a spread across rounds wider than SPREAD_WARN.
