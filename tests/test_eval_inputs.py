@@ -42,7 +42,7 @@ def test_a_task_with_big_arguments_gets_fewer_trials_and_keeps_its_held_back_one
     arguments hold EvalConfig.big_args_bytes or more gets big_trials correctness trials (held-back ones and the
     timing loop's inputs as before)."""
     task = get_task("ex-softmax-512x384")
-    nbytes = sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in task.args)
+    nbytes = sum(a.nbytes for a in task.args)
     small, big = EvalConfig(big_args_bytes=nbytes + 1), EvalConfig(big_args_bytes=nbytes, big_trials=2)
     assert len(make_trials(task, small, SEED, False, True).trials) == small.trials == 5
     made = make_trials(task, big, SEED, True, True)

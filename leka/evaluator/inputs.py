@@ -56,8 +56,9 @@ def _trial(task: Task, rng: np.random.Generator, dist: str, label: str) -> Trial
 
 
 def make_trials(task: Task, cfg: EvalConfig, seed: int, holdout: bool, measure: bool) -> TrialSet:
-    n = cfg.trials_for(sum(int(np.prod(a.shape, dtype=np.int64)) * np.dtype(a.dtype).itemsize for a in task.args))
-    trials = [_trial(task, _rng(seed, 0, i), d, d) for i, d in enumerate(cfg.dists[i % len(cfg.dists)] for i in range(n))]
+    n = cfg.trials_for(sum(a.nbytes for a in task.args))
+    trials = [_trial(task, _rng(seed, 0, i), d, d)
+              for i, d in enumerate(cfg.dists[i % len(cfg.dists)] for i in range(n))]
     if holdout:  # (a family the task declares it cannot take keeps its stream index: the others replay alike)
         trials += [_trial(task, _rng(seed, 1, i), d, HELD_BACK) for i, d in enumerate(cfg.holdout_dists)
                    if d not in task.holdout_skip]

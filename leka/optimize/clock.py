@@ -102,8 +102,8 @@ class WholeRun:
         `import_s` (the model's import) and `compile_s` (the profile's compiles of every kernel), and, when timed,
         from `default_s`, one call of the default build (the profile's sum): every round of the comparison makes
         batches_per_round batches of each build, and the default and dlight builds of an unscheduled CNN take
-        seconds a call (inception_v1: 2.4 s; build_job.timing_reserve_s). Before, the reserve was 3 x (import +
-        profiling): inception_v1's run ended 2.2 of its 10 minutes early. Refuses a run whose build cannot fit."""
+        seconds a call (inception_v1: 2.4 s; e2e_timing.timing_reserve_s). Before, the reserve was 3 x (import
+        + profiling): inception_v1's run ended 2.2 of its 10 minutes early. Refuses a run whose build cannot fit."""
         from .e2e_timing import timing_reserve_s
 
         left = self.left_s()
