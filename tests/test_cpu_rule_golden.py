@@ -4,7 +4,7 @@ tests/data/cpu_rule_golden.json. "Compiles and is correct" does not notice a rul
 does. A deliberate change of a rule regenerates its entry: LEKA_REGEN_GOLDEN=1 pytest tests/test_cpu_rule_golden.py
 (then review the diff of the JSON file like code).
 
-Targets are fixed presets (rpi5; a Cascade Lake dict for the VNNI rule), never the host, so the figures a rule
+Targets are fixed presets (rpi5; a Cascade Lake dict for the VNNI and the 16-lane rules), never the host, so the figures a rule
 reads (cores, vector width) are the same on every machine."""
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ CASES = {
     "cpu_int8_dot": "l1-conv2d_1x1_nhwc_i8acc-6x6x128x128-i8",
     "cpu_multi_gemm": "l2-ae_bottleneck_enc_dec-1x128x8",
     "cpu_pointwise_conv": "l1-conv2d_1x1_s1_nchw-6x6x128x128",
+    "cpu_pointwise_dot": "l1-conv2d_1x1_s1_nchw-3x3x256x256",
     "cpu_conv_im2col": "l1-conv2d_3x3_dil6_nchw-17x17x64x32",
     "cpu_conv_channel_pack": "l1-conv2d_5x5_s1_nchw-14x14x6x16",
     "cpu_conv_register_tile": "l1-conv2d_5x5_s1_nchw-32x32x1x6",
@@ -42,13 +43,15 @@ CASES = {
     "cpu_parallel_vectorize": "l1-hardsigmoid-1x1x96",
     "cpu_scan_unroll": "l1-pcen-40x49",
 }
+# rules whose workload needs x86: VNNI, or 16-lane vectors (on NEON's 4 lanes a 3-wide row is a full enough vector)
+X86_RULES = ("cpu_int8_dot", "cpu_pointwise_dot")
 RULES = {r.__name__.rsplit(".", 1)[-1]: r for r in CPU_RULES}
 
 
 def emitted(rule: str) -> list[dict[str, Any]]:
     """The decisions `rule` emits on its workload: per candidate, its knobs and its schedule/memory steps."""
     task = get_task(CASES[rule])
-    target = get_target(VNNI_CPU if rule == "cpu_int8_dot" else "rpi5")
+    target = get_target(VNNI_CPU if rule in X86_RULES else "rpi5")
     irs = RULES[rule].apply(RuleContext.build(task, CandidateIR.initial(task), target, [])) or []
     out = []
     for ir in irs:

@@ -147,9 +147,9 @@ def _schedule_candidates(layer: str, family: str, ctx: RuleContext, fb: _Feedbac
 
 
 def _ranked(scored: list[_Scored], small: bool) -> list[CandidateIR]:
-    if small:  # a kernel of a few microseconds: threads cost more than they share, serial first
-        scored = [(sc + (1000 if _has_parallel(ir) else 0), i, ir) for sc, i, ir in scored]
-    return [ir for _, _, ir in sorted(scored, key=lambda c: (c[0], c[1]))]
+    # a kernel of a few microseconds: threads cost more than they share, serial first whatever the scores (a
+    # penalty added to the score was outweighed by rule order once there were more than 10 rules)
+    return [ir for _, _, ir in sorted(scored, key=lambda c: (small and _has_parallel(c[2]), c[0], c[1]))]
 
 
 def _refine_then_contrast(ordered: list[CandidateIR], cands: list[_Scored], family: str, fb: _Feedback,

@@ -48,8 +48,9 @@ def _shape(buf) -> tuple[int, ...]:
     return tuple(int(d) for d in buf.shape)
 
 
-def pointwise_axes(ctx: RuleContext, b: BlockInfo) -> PointwiseAxes | None:
-    """Channel, row and column loops of a 1x1 stride-1 NCHW convolution block, or None."""
+def pointwise_axes(ctx: RuleContext, b: BlockInfo, whole_vectors: bool = True) -> PointwiseAxes | None:
+    """Channel, row and column loops of a 1x1 stride-1 NCHW convolution block, or None (also when its pixels
+    do not fill whole vectors, unless `whole_vectors` is False)."""
     cb = conv_block(ctx, b)
     long_red = [i for i in b.reduce if b.extents[i] > 1]
     if cb is None or len(long_red) != 1:
@@ -71,7 +72,7 @@ def pointwise_axes(ctx: RuleContext, b: BlockInfo) -> PointwiseAxes | None:
     if _shape(data[0].source)[-2:] != cb.out_shape[-2:]:
         return None  # strided or padded: the pixels of input and output are not the same axis
     pixels = b.extents[rows] * b.extents[cols]
-    if pixels % lanes_for(ctx.facts, b.dtype_bits):
+    if whole_vectors and pixels % lanes_for(ctx.facts, b.dtype_bits):
         # KWS's 25x5 map (125 pixels) as 25-wide vectors: 0.077 ms against cpu.conv_register_tile's 5-wide
         # rows x 8 channels 0.019 ms (one thread, min of 15 alternating rounds): left to that rule. SqueezeNet's
         # 6x6 maps as one 36-wide vector: 0.19-1.1 ms against that rule's 0.02-0.14 ms (load ~4)
