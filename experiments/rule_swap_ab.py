@@ -7,6 +7,8 @@ alternating rounds (leka.optimize.e2e_timing.alternate, 2 threads each), outputs
 
 MODEL is a catalogue name of experiments/holdout_models.py or an .onnx path; the db is the one the run wrote
 (`--db` of `leka optimize` / holdout_models.py). Kernels without a db winner keep the default build in both.
+The db's sources are built in this process without the evaluator's checks `leka optimize` applies to db entries
+(pipeline._reverify): give it only a db your own run wrote.
 """
 from __future__ import annotations
 
