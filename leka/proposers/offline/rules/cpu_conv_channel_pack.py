@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from leka.ir import CandidateIR, IRApplyError
 
-from ..analysis import BlockInfo, _uses
+from ..analysis import BlockInfo
 from ..context import RuleContext
 from ..prepack_mark import mark_weight_prepack
 from ..cpu_plan import lanes_for
 from ..sketch import Sketch
-from .cpu_conv_register_tile import ConvAxes, conv_axes, single_reduction, tile_variants
+from .cpu_conv_register_tile import ConvAxes, conv_axes, read_index, single_reduction, tile_variants
 from .cpu_multi_gemm import fit
 
 NAME = "cpu.conv_channel_pack"
@@ -61,14 +61,6 @@ def channel_axes(ctx: RuleContext, b: BlockInfo) -> ConvAxes | None:
     return ConvAxes(vec=axes.reg, reg=axes.vec)
 
 
-def _weight_index(sk: Sketch, block: str, width_var: str) -> int:
-    """Index (in the block's reads) of the weight: the read whose indices do not use the width iterator."""
-    blk = sk.live.sch.get(sk.live.block(block))
-    out = blk.writes[0].source.name
-    return next(i for i, r in enumerate(blk.reads)
-                if r.source.name != out and not any(_uses(x.min, width_var) for x in r.region))
-
-
 def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: ConvAxes, kn: dict) -> set[str] | None:
     lanes = lanes_for(ctx.facts, b.dtype_bits)
     chans, width = b.extents[axes.vec], b.extents[axes.reg]
@@ -84,7 +76,7 @@ def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: ConvAxes, kn: d
     if chans % cw_ or (px < 3 and px != width):
         raise IRApplyError("tile does not fit this convolution")
     blk = sk.live.sch.get(sk.live.block(b.name))
-    w_idx = _weight_index(sk, b.name, blk.iter_vars[axes.reg].var.name)
+    w_idx = read_index(sk, b.name, blk.iter_vars[axes.reg].var.name, walks=False)
     loops = sk.loops(b.name)
     c0, c1 = sk.do("split", loop=loops[axes.vec], factors=[None, cw_])
     y0, y1 = sk.do("split", loop=loops[rows_i], factors=[None, rw])

@@ -81,6 +81,15 @@ def conv_block(ctx: RuleContext, b: BlockInfo) -> ConvBlock | None:
                      tuple(int(d) for d in out.shape))
 
 
+def read_index(sk: Sketch, block: str, var: str, walks: bool) -> int:
+    """Index (in the block's reads, its output excluded) of the read whose indices use iterator `var` (walks=True:
+    the input map, given a spatial iterator of the output) or do not (walks=False: the weight)."""
+    blk = sk.live.sch.get(sk.live.block(block))
+    out = blk.writes[0].source.name
+    return next(i for i, r in enumerate(blk.reads)
+                if r.source.name != out and any(_uses(x.min, var) for x in r.region) == walks)
+
+
 def conv_axes(ctx: RuleContext, b: BlockInfo) -> ConvAxes | None:
     """The vector and register axes of a conv-like block, or None when it is not one: a commutative
     reduction with a contiguous innermost spatial loop, one input read as a sliding window (or, for

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from leka.ir import CandidateIR
 
-from ..analysis import BlockInfo, _uses
+from ..analysis import BlockInfo
 from ..context import RuleContext
 from ..cpu_plan import lanes_for
 from ..sketch import Sketch
-from .cpu_conv_register_tile import single_reduction, tile_variants
+from .cpu_conv_register_tile import read_index, single_reduction, tile_variants
 from .cpu_multi_gemm import fit
 from .cpu_pointwise_conv import PointwiseAxes, pointwise_axes
 
@@ -45,21 +45,13 @@ def dot_axes(ctx: RuleContext, b: BlockInfo) -> PointwiseAxes | None:
     return axes if chans_in % lanes == 0 else None
 
 
-def _data_index(sk: Sketch, block: str, cols_var: str) -> int:
-    """Index (in the block's reads) of the input map: the read walking the output's columns."""
-    blk = sk.live.sch.get(sk.live.block(block))
-    out = blk.writes[0].source.name
-    return next(i for i, r in enumerate(blk.reads)
-                if r.source.name != out and any(_uses(x.min, cols_var) for x in r.region))
-
-
 def build_tile(sk: Sketch, ctx: RuleContext, b: BlockInfo, axes: PointwiseAxes, kn: dict) -> set[str]:
     lanes = lanes_for(ctx.facts, b.dtype_bits)
     blk = sk.live.sch.get(sk.live.block(b.name))
-    cols_var = blk.iter_vars[axes.cols].var.name
+    data = read_index(sk, b.name, blk.iter_vars[axes.cols].var.name, walks=True)
     # the input channels-last ([n, c, y, x] -> [n, y, x, c]), copied once per call before the loop
-    copy = sk.mem_do("cache_read", block=b.name, buffer=_data_index(sk, b.name, cols_var), scope="global")[0]
-    nd = len(blk.reads[0].region)
+    copy = sk.mem_do("cache_read", block=b.name, buffer=data, scope="global")[0]
+    nd = len(blk.reads[data].region)
     channel_dim = nd - 3
     sk.mem_do("transform_layout", block=copy, access="write", buffer=0,
               permutation=[d for d in range(nd) if d != channel_dim] + [channel_dim])
